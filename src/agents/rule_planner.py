@@ -1,0 +1,200 @@
+"""The offline planner: deterministic rules that turn a question into a Plan, and a history rewriter.
+
+It is the planner when no LLM is configured and the fallback when the LLM's plan cannot be used.
+Rules: a comparison of two named entities ("Were X and Y ...", "Which ..., X or Y?", "both X and Y")
+becomes one subquery per entity; anything else is the single-query plan.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..text import STOPWORDS, content_words
+from ..work_flows.plan import Hints, Plan, SubQuery, single_query_plan
+
+AUXILIARIES = frozenset(
+    """are is were was do does did have has had can could will would""".split()
+)
+COMPARISON_CUES = frozenset(
+    """both same share shared common older younger oldest youngest first earlier later latest recently
+    more most less fewer higher lower taller shorter longer larger smaller bigger different similar
+    either""".split()
+)
+# Comparative words map to what a passage about one entity states; "older" is answered by a birth date.
+CUE_ATTRIBUTES = {
+    "older": "born", "younger": "born", "oldest": "born", "youngest": "born", "earlier": "date",
+    "taller": "height", "shorter": "height", "longer": "length", "larger": "size", "bigger": "size",
+    "smaller": "size", "higher": "high", "lower": "low",
+}
+NAME_CONNECTORS = frozenset(
+    """of the to for de la le du del von van der y & and in on""".split()
+)
+PRONOUNS = {"he": "", "she": "", "it": "", "they": "", "him": "", "them": "",
+            "his": "'s", "her": "'s", "its": "'s", "their": "'s"}
+_WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    entities: tuple[str, str]
+    predicate: list[str]
+
+
+def _is_name_word(word: str) -> bool:
+    core = word.strip("\"'()“”‘’,:;")
+    return bool(core) and (core[0].isupper() or core[0].isdigit())
+
+
+def _leading_name(words: list[str]) -> list[str]:
+    """The longest run of name-like words at the start (connectors allowed between name words)."""
+    run: list[str] = []
+    i = 0
+    if words and words[0].lower() == "the":
+        i = 1
+    while i < len(words):
+        word = words[i]
+        if _is_name_word(word):
+            run = words[: i + 1]
+            if word.endswith(",") or word.endswith(":"):
+                break
+            i += 1
+        elif word.lower() in NAME_CONNECTORS and i + 1 < len(words) and _is_name_word(words[i + 1]) and run:
+            i += 1
+        else:
+            break
+    return run
+
+
+def _trailing_name(words: list[str]) -> list[str]:
+    """The longest run of name-like words at the end."""
+    reversed_run = _leading_name(list(reversed(words)))
+    run = list(reversed(reversed_run))
+    # A connector cannot start a name ("of Ed Wood" -> "Ed Wood").
+    while run and run[0].lower() in NAME_CONNECTORS:
+        run = run[1:]
+    return run
+
+
+def _clean(name: str) -> str:
+    name = name.strip(" \"'“”,:;?.")
+    return re.sub(r"^(the|both)\s+", "", name, flags=re.IGNORECASE).strip()
+
+
+def _predicate(question: str, entities: tuple[str, str]) -> list[str]:
+    entity_words = set(content_words(" ".join(entities)))
+    words = [w for w in content_words(question) if w not in entity_words and w not in AUXILIARIES]
+    mapped = [CUE_ATTRIBUTES.get(w, w) for w in words if w not in ("both", "same", "either")]
+    return list(dict.fromkeys(mapped))
+
+
+def _comparison_with_or(question: str) -> tuple[str, str] | None:
+    """"Who is older, X or Y?" / "Is X or Y the ...?" """
+    body = question.rstrip(" ?").replace("--", ", ")
+    at = body.find(" or ")
+    if at < 0:
+        return None
+    head, tail = body[:at], body[at + 4:]
+    split_at = max(head.rfind(","), head.rfind(":"))
+    head_words = head.split()
+    if split_at >= 0:
+        left = head[split_at + 1:]
+    elif head_words and head_words[0].lower() in AUXILIARIES:
+        # "Is the Marsilea or the Brabejum ...": everything between the verb and "or" must be the name.
+        left_words = head_words[1:]
+        if not left_words or _leading_name(left_words) != left_words:
+            return None
+        left = " ".join(left_words)
+    elif any(w.lower() in COMPARISON_CUES for w in head_words):
+        # "Which genus has more species Eucryphia or Lepidozamia?": the name closes the head.
+        left = " ".join(_trailing_name(head_words))
+    else:
+        return None
+    # The second entity runs to the end, or to a comma that opens a clause ("..., had more members").
+    clause = re.search(r",\s+(?=[a-z])", tail)
+    right = tail[: clause.start()] if clause else tail
+    if split_at < 0:
+        right = " ".join(_leading_name(right.split())) or right
+    left, right = _clean(left), _clean(right)
+    if not left or not right or len(left.split()) > 12 or len(right.split()) > 12:
+        return None
+    return left, right
+
+
+def _comparison_with_and(question: str) -> tuple[str, str] | None:
+    """"Were X and Y of the same nationality?" / "What occupation do X and Y share?" """
+    words = _WORD.findall(question.rstrip(" ?"))
+    lowered = [w.lower().strip(",") for w in words]
+    starts_with_aux = bool(lowered) and lowered[0] in AUXILIARIES
+    has_cue = any(w.strip(".,") in COMPARISON_CUES for w in lowered)
+    if not (starts_with_aux or has_cue):
+        return None
+    for i, word in enumerate(lowered):
+        if word != "and" or i == 0:
+            continue
+        left_words = [w.rstrip(",") for w in words[:i]]
+        if starts_with_aux:
+            left_words = left_words[1:]
+        if left_words and left_words[0].lower() == "both":
+            left_words = left_words[1:]
+        left = _trailing_name(left_words)
+        right = _leading_name(words[i + 1:])
+        if left and right:
+            return _clean(" ".join(left)), _clean(" ".join(right))
+    return None
+
+
+def find_comparison(question: str) -> Comparison | None:
+    """The two entities a comparison question compares, or None."""
+    entities = _comparison_with_or(question) or _comparison_with_and(question)
+    if entities is None or entities[0].lower() == entities[1].lower():
+        return None
+    return Comparison(entities=entities, predicate=_predicate(question, entities))
+
+
+def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 4) -> Plan:
+    """The rule-based plan for a (standalone) question."""
+    comparison = find_comparison(question) if enable_dag and subquery_max >= 2 else None
+    if comparison is None:
+        return single_query_plan(question)
+    subqueries = [
+        SubQuery(
+            id=f"s{i}",
+            text=" ".join([entity, *comparison.predicate]),
+            hints=Hints(must_include=[entity]),
+        )
+        for i, entity in enumerate(comparison.entities, start=1)
+    ]
+    return Plan(query=question, subqueries=subqueries)
+
+
+def _first_named_entity(text: str) -> str | None:
+    words = _WORD.findall(text)
+    for i in range(len(words)):
+        run = _leading_name(words[i:])
+        # A capitalised sentence opener ("What", "Who") is not a name.
+        while run and run[0].lower().strip("\"'") in STOPWORDS | AUXILIARIES:
+            run = run[1:]
+        if run:
+            return _clean(" ".join(run)) or None
+    return None
+
+
+def rewrite_with_history(question: str, history: list[str]) -> str | None:
+    """Replace the first pronoun of a follow-up question with the subject of the latest turn that names one.
+
+    Returns None when the question needs no rewrite (no pronoun, or no name to put in its place).
+    """
+    words = _WORD.findall(question)
+    for i, word in enumerate(words):
+        key = word.lower().strip("?,.!")
+        if key not in PRONOUNS:
+            continue
+        for turn in reversed(history):
+            entity = _first_named_entity(turn)
+            if entity:
+                trailing = word[len(word.rstrip("?,.!")):]
+                words[i] = entity + PRONOUNS[key] + trailing
+                return " ".join(words)
+        return None
+    return None

@@ -1,0 +1,140 @@
+"""SearcherAgent: dense search in Qdrant, through llama-index-vector-stores-qdrant.
+
+A whole DAG layer is one call: its subqueries (and HyDE texts) are embedded in one batch and sent
+to Qdrant as one batch query. `hints.must_include` terms and `hints.sections` lift the candidates
+that contain them before the best `top_k` go on to the reranker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import MetadataMode, NodeWithScore
+from llama_index.vector_stores.qdrant import QdrantVectorStore
+from qdrant_client.http import models as rest
+
+from ..text import tokens
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One subquery's search."""
+
+    text: str
+    top_k: int
+    hyde: str | None = None
+    must_include: Sequence[str] = ()
+    sections: Sequence[str] = ()
+
+
+@dataclass
+class SearchHits:
+    """The candidates of one request, best first; `score` is the boosted dense similarity."""
+
+    candidates: list[NodeWithScore] = field(default_factory=list)
+
+
+def _contains_phrase(haystack: list[str], phrase: list[str]) -> bool:
+    n = len(phrase)
+    return n > 0 and any(haystack[i:i + n] == phrase for i in range(len(haystack) - n + 1))
+
+
+def term_match_ratio(terms: Sequence[str], text: str) -> float:
+    """Share of the terms that appear in the text as whole-word phrases (accent- and case-folded)."""
+    phrases = [tokens(term) for term in terms if tokens(term)]
+    if not phrases:
+        return 0.0
+    haystack = tokens(text)
+    return sum(_contains_phrase(haystack, phrase) for phrase in phrases) / len(phrases)
+
+
+async def embed_texts(embed_model: BaseEmbedding, texts: list[str]) -> list[list[float]]:
+    """One batched embedding call; local models run in a worker thread so the event loop stays free."""
+    if not texts:
+        return []
+    if type(embed_model)._aget_text_embeddings is BaseEmbedding._aget_text_embeddings:
+        return await asyncio.to_thread(embed_model.get_text_embedding_batch, texts)
+    return await embed_model.aget_text_embedding_batch(texts)
+
+
+class SearcherAgent:
+    def __init__(
+        self,
+        vector_store: QdrantVectorStore,
+        embed_model: BaseEmbedding,
+        *,
+        dense_overfetch: int = 4,
+        must_include_boost: float = 0.1,
+        section_boost_weight: float = 0.2,
+    ) -> None:
+        self.vector_store = vector_store
+        self.embed_model = embed_model
+        self.dense_overfetch = dense_overfetch
+        self.must_include_boost = must_include_boost
+        self.section_boost_weight = section_boost_weight
+        # The embedded (local) Qdrant client is plain Python; one batch query at a time.
+        self._local_lock = threading.Lock()
+
+    async def asearch_layer(self, requests: Sequence[SearchRequest]) -> list[SearchHits]:
+        """All requests of a layer: one embedding batch, one Qdrant batch query."""
+        if not requests:
+            return []
+        texts = [r.text for r in requests] + [r.hyde for r in requests if r.hyde]
+        vectors = np.asarray(await embed_texts(self.embed_model, texts), dtype=np.float32)
+        queries: list[list[float]] = []
+        hyde_row = len(requests)
+        for i, request in enumerate(requests):
+            vector = vectors[i]
+            if request.hyde:
+                # HyDE: the hypothetical passage and the question each pull towards the answer.
+                vector = (vector + vectors[hyde_row]) / 2
+                hyde_row += 1
+            queries.append(vector.tolist())
+        limits = [r.top_k * self.dense_overfetch for r in requests]
+        responses = await self._query_batch(queries, limits)
+        return [self._rank(request, points) for request, points in zip(requests, responses)]
+
+    async def asearch_subquery(
+        self, text: str, hyde: str | None = None, top_k: int = 5, must_include: Sequence[str] = ()
+    ) -> list[NodeWithScore]:
+        """One subquery's candidates, best first."""
+        [hits] = await self.asearch_layer([SearchRequest(text=text, top_k=top_k, hyde=hyde,
+                                                         must_include=tuple(must_include))])
+        return hits.candidates
+
+    async def _query_batch(self, queries: list[list[float]], limits: list[int]) -> list[list[rest.ScoredPoint]]:
+        store = self.vector_store
+        batch = [
+            rest.QueryRequest(query=query, using=store.dense_vector_name, limit=limit, with_payload=True)
+            for query, limit in zip(queries, limits)
+        ]
+        aclient = getattr(store, "_aclient", None)
+        if aclient is not None:
+            responses = await aclient.query_batch_points(collection_name=store.collection_name, requests=batch)
+        else:
+            def run() -> list[rest.QueryResponse]:
+                with self._local_lock:
+                    return store.client.query_batch_points(collection_name=store.collection_name, requests=batch)
+
+            responses = await asyncio.to_thread(run)
+        return [response.points for response in responses]
+
+    def _rank(self, request: SearchRequest, points: list[rest.ScoredPoint]) -> SearchHits:
+        result = self.vector_store.parse_to_query_result(points)
+        scored: list[NodeWithScore] = []
+        for node, similarity in zip(result.nodes, result.similarities or []):
+            score = float(similarity)
+            if request.must_include:
+                score += self.must_include_boost * term_match_ratio(
+                    request.must_include, node.get_content(metadata_mode=MetadataMode.EMBED))
+            if request.sections:
+                section = " ".join(str(node.metadata.get(k, "")) for k in ("section", "title"))
+                score += self.section_boost_weight * term_match_ratio(request.sections, section)
+            scored.append(NodeWithScore(node=node, score=score))
+        scored.sort(key=lambda hit: hit.score or 0.0, reverse=True)
+        return SearchHits(candidates=scored[: request.top_k])

@@ -1,0 +1,153 @@
+"""`dagrag ingest PATH` and `dagrag query "question" [--json]`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.tree import Tree
+
+from .config import Settings
+from .errors import DagragError
+from .work_flows.events import LayerStarted, PlanReady, SubqueryDone
+from .work_flows.result import QueryResult
+
+console = Console(stderr=True)
+out = Console()
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {}
+    if getattr(args, "collection", None):
+        overrides["collection"] = args.collection
+    if getattr(args, "no_dag", False):
+        overrides["planner_enable_dag"] = False
+    return Settings(**overrides)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from .ingest import ingest_nodes, read_nodes
+    from .stack import build_embed_model
+
+    settings = _settings(args)
+    nodes = read_nodes(Path(args.path))
+    console.print(f"[bold]{len(nodes)}[/] documents read from {args.path}")
+    embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
+    with Progress(TextColumn("embedding + writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        task = progress.add_task("ingest", total=len(nodes))
+        report = ingest_nodes(settings, nodes, embed_model, progress=lambda n: progress.advance(task, n))
+        progress.update(task, completed=len(nodes))
+    console.print(
+        f"collection [bold]{report.collection}[/] at {settings.qdrant_location()}: "
+        f"{report.added} added, {report.already_present} already present ({report.seconds:.1f} s)")
+    return 0
+
+
+async def _run_query(settings: Settings, question: str, show_progress: bool) -> QueryResult:
+    from .work_flows.query_workflow import QueryWorkflow
+
+    workflow = QueryWorkflow.from_settings(settings)
+    handler = workflow.run(query=question)
+    async for event in handler.stream_events():
+        if not show_progress:
+            continue
+        if isinstance(event, PlanReady):
+            console.print(f"[dim]plan ready: {len(event.run.plan.subqueries)} subqueries "
+                          f"in {len(event.run.plan.layers)} layer(s) ({event.run.plan.origin.value})[/]")
+        elif isinstance(event, LayerStarted):
+            console.print(f"[dim]layer {event.layer_index}: searching {', '.join(event.subquery_ids)}[/]")
+        elif isinstance(event, SubqueryDone):
+            console.print(f"[dim]  {event.subquery_id} {event.status} → {event.best_title}[/]")
+    return await handler
+
+
+def render(result: QueryResult) -> None:
+    out.print(Panel(result.answer, title="Answer", title_align="left", border_style="green"))
+    plan = Tree(f"[bold]Plan[/] ({result.plan.origin.value}, {result.path} path)")
+    reports = {r.id: r for r in result.subqueries}
+    by_id = {sq.id: sq for sq in result.plan.subqueries}
+    for index, layer in enumerate(result.plan.layers):
+        branch = plan.add(f"layer {index}")
+        for sq_id in layer:
+            report = reports.get(sq_id)
+            status = report.status if report else "not run"
+            parents = f" ← {', '.join(by_id[sq_id].parents)}" if by_id[sq_id].parents else ""
+            score = f" best={report.best_score:.3f}" if report and report.best_score is not None else ""
+            branch.add(f"{sq_id}: {report.text if report else by_id[sq_id].text}{parents}  [{status}{score}]")
+    for note in result.plan.notes:
+        plan.add(f"[yellow]note:[/] {note}")
+    out.print(plan)
+
+    sources = Table(title="Sources", title_justify="left")
+    for column in ("#", "subquery", "rank", "score", "title", "passage"):
+        sources.add_column(column, overflow="fold")
+    for n, source in enumerate(result.sources, start=1):
+        sources.add_row(str(n), ",".join(source.subquery_ids), str(source.rank_in_subquery), f"{source.score:.3f}",
+                        str(source.metadata.get("title", "")), textwrap.shorten(source.text, 160, placeholder="…"))
+    out.print(sources)
+
+    features = result.retrieval_confidence_features
+    out.print(f"[bold]Coverage[/] {int(features.get('covered_count', 0))}/{int(features.get('subquery_count', 0))} "
+              f"subqueries (ratio {features.get('coverage_ratio', 0):.2f}) · confidence "
+              f"[bold]{result.retrieval_confidence}[/]")
+    verification = Table(title=f"Verification ({result.verification.method})", title_justify="left")
+    for column in ("sentence", "supported", "by"):
+        verification.add_column(column, overflow="fold")
+    for check in result.verification.sentences:
+        mark = "[green]yes[/]" if check.supported else f"[red]no[/] {check.reason or ''}"
+        verification.add_row(check.sentence, mark, f"[{check.supporting_source}]" if check.supporting_source else "")
+    out.print(verification)
+    timings = ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items() if not k.startswith("layer_"))
+    out.print(f"[dim]timings (s): {timings} · LLM calls: {result.llm_calls.count}[/]")
+    for degradation in result.degradations:
+        out.print(f"[yellow]degraded:[/] {degradation.agent}: {degradation.reason} → {degradation.fallback}")
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    result = asyncio.run(_run_query(settings, args.question, show_progress=not args.json))
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        render(result)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dagrag", description="Multi-hop question answering over a Qdrant collection.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    ingest = commands.add_parser("ingest", help="add documents (JSONL, or a folder of .txt/.md) to the collection")
+    ingest.add_argument("path")
+    ingest.add_argument("--collection", help="collection name (default: DAGRAG_COLLECTION or 'dagrag')")
+    ingest.set_defaults(func=cmd_ingest)
+    query = commands.add_parser("query", help="answer a question")
+    query.add_argument("question")
+    query.add_argument("--json", action="store_true", help="print the QueryResult as JSON")
+    query.add_argument("--collection", help="collection name")
+    query.add_argument("--no-dag", action="store_true", help="the single-query baseline path")
+    query.set_defaults(func=cmd_query)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (DagragError, ValidationError) as error:
+        console.print(f"[red]error:[/] {error}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

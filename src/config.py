@@ -1,0 +1,166 @@
+"""Settings: every knob of dagrag, readable from the environment as DAGRAG_<NAME>.
+
+One `Settings` object is built at startup and passed in; nothing inside the agents reads the
+environment. An invalid or unknown setting fails here, with its name in the message.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "DAGRAG_"
+LLM_KINDS = ("none", "openai", "openai-like")
+EMBED_KINDS = ("local", "sentence-transformers", "openai")
+RERANKER_KINDS = ("onnx", "cross-encoder")
+
+BUNDLED_EMBED_MODEL = "all-MiniLM-L6-v2"
+BUNDLED_RERANKER = "ms-marco-MiniLM-L-12-v2"
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """`"openai:gpt-4o-mini"` -> `("openai", "gpt-4o-mini")`; `"none"` -> `("none", "")`."""
+    kind, _, name = spec.partition(":")
+    return kind.strip().lower(), name.strip()
+
+
+class Settings(BaseSettings):
+    """dagrag configuration. Field `foo` is read from `DAGRAG_FOO`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", validate_default=True, case_sensitive=False
+    )
+
+    # --- LLM -----------------------------------------------------------------------------------
+    llm: str = Field(
+        "none",
+        description="`none` (offline twins), `openai:<model>` or `openai-like:<model>` (with LLM_BASE_URL).",
+    )
+    llm_base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible server (…/v1).")
+    llm_api_key: SecretStr | None = Field(
+        None, description="API key for the LLM; OPENAI_API_KEY is used when unset."
+    )
+    llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM HTTP call.")
+    llm_max_retries: int = Field(2, ge=0, le=10, description="Client retries of one LLM call.")
+    llm_json_mode: bool = Field(True, description="Ask the LLM for JSON output (response_format).")
+    llm_temperature: float = Field(0.0, ge=0, le=2)
+
+    # --- models --------------------------------------------------------------------------------
+    embed_model: str = Field(
+        f"local:{BUNDLED_EMBED_MODEL}",
+        description="`local:all-MiniLM-L6-v2` (bundled), `sentence-transformers:<name|path>`, `openai:<model>`.",
+    )
+    embed_batch_size: int = Field(64, ge=1, le=4096)
+    reranker: str = Field(
+        f"onnx:{BUNDLED_RERANKER}",
+        description="`onnx:ms-marco-MiniLM-L-12-v2` (bundled INT8) or `cross-encoder:<name|path>`.",
+    )
+    rerank_max_tokens: int = Field(256, ge=32, le=512, description="Truncation of (query, passage) pairs.")
+    rerank_batch_size: int = Field(32, ge=1, le=1024)
+
+    # --- Qdrant --------------------------------------------------------------------------------
+    qdrant_path: Path = Field(Path(".dagrag/qdrant"), description="Embedded Qdrant folder, or `:memory:`.")
+    qdrant_url: str | None = Field(None, description="Qdrant server URL; wins over QDRANT_PATH.")
+    qdrant_api_key: SecretStr | None = None
+    qdrant_timeout_s: float = Field(10.0, gt=0)
+    collection: str = Field("dagrag", min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_.\-]+$")
+
+    # --- planner and retrieval (names from the design note) -----------------------------------
+    planner_enable_dag: bool = True
+    subquery_max: int = Field(4, ge=1, le=16)
+    subquery_topk_base: int = Field(5, ge=1, le=200, description="Candidates reranked per subquery.")
+    subquery_max_iters: int = Field(1, ge=1, le=10)
+    subquery_topk_step: int = Field(3, ge=0, le=100)
+    attribution_top_n: int = Field(1, ge=1, le=50, description="Documents kept per subquery.")
+    coverage_min_ratio: float = Field(0.5, ge=0, le=1)
+    section_boost_weight: float = Field(0.2, ge=0, le=1)
+    context_budget: int = Field(
+        4, ge=1, le=100, description="Most passages handed to the writer (attribution first, then fill)."
+    )
+    dense_overfetch: int = Field(
+        4, ge=1, le=20, description="Dense hits fetched per candidate, so must_include boosts can reorder."
+    )
+    must_include_boost: float = Field(0.1, ge=0, le=1)
+    coverage_min_score: float = Field(
+        0.1, ge=0, le=1, description="Reranker probability above which a subquery counts as covered."
+    )
+    high_confidence_score: float = Field(0.5, ge=0, le=1)
+
+    # --- writer, verifier, limits ---------------------------------------------------------------
+    writer_max_sentences: int = Field(4, ge=1, le=20)
+    verify_min_overlap: float = Field(0.6, ge=0, le=1)
+    verify_min_score: float = Field(0.5, ge=0, le=1)
+    max_question_chars: int = Field(2000, ge=16, le=100_000)
+    query_timeout_s: float = Field(300.0, gt=0, description="Deadline of one whole query.")
+
+    @field_validator("llm")
+    @classmethod
+    def _check_llm(cls, value: str) -> str:
+        kind, name = split_spec(value)
+        if kind not in LLM_KINDS:
+            raise ValueError(f"DAGRAG_LLM={value!r}: kind must be one of {', '.join(LLM_KINDS)}")
+        if kind != "none" and not name:
+            raise ValueError(f"DAGRAG_LLM={value!r}: name the model, e.g. '{kind}:gpt-4o-mini'")
+        return value
+
+    @field_validator("embed_model")
+    @classmethod
+    def _check_embed_model(cls, value: str) -> str:
+        kind, name = split_spec(value)
+        if kind not in EMBED_KINDS or not name:
+            raise ValueError(
+                f"DAGRAG_EMBED_MODEL={value!r}: expected <kind>:<model> with kind in {', '.join(EMBED_KINDS)}"
+            )
+        if kind == "local" and name != BUNDLED_EMBED_MODEL:
+            raise ValueError(f"DAGRAG_EMBED_MODEL={value!r}: the bundled model is local:{BUNDLED_EMBED_MODEL}")
+        return value
+
+    @field_validator("reranker")
+    @classmethod
+    def _check_reranker(cls, value: str) -> str:
+        kind, name = split_spec(value)
+        if kind not in RERANKER_KINDS or not name:
+            raise ValueError(
+                f"DAGRAG_RERANKER={value!r}: expected <kind>:<model> with kind in {', '.join(RERANKER_KINDS)}"
+            )
+        if kind == "onnx" and name != BUNDLED_RERANKER:
+            raise ValueError(f"DAGRAG_RERANKER={value!r}: the bundled ONNX model is onnx:{BUNDLED_RERANKER}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> Settings:
+        kind, _ = split_spec(self.llm)
+        if kind == "openai-like" and not self.llm_base_url:
+            raise ValueError("DAGRAG_LLM=openai-like:<model> needs DAGRAG_LLM_BASE_URL (e.g. http://host:8000/v1)")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reject_unknown_env(cls, data: Any) -> Any:
+        known = {name.upper() for name in cls.model_fields}
+        unknown = sorted(
+            key for key in os.environ if key.upper().startswith(ENV_PREFIX)
+            and key.upper()[len(ENV_PREFIX):] not in known
+        )
+        if unknown:
+            raise ValueError(
+                f"unknown setting(s) {', '.join(unknown)}; valid: "
+                + ", ".join(ENV_PREFIX + name.upper() for name in cls.model_fields)
+            )
+        return data
+
+    @property
+    def llm_kind(self) -> str:
+        return split_spec(self.llm)[0]
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.llm_kind != "none"
+
+    def qdrant_location(self) -> str:
+        """Human-readable place of the collection, for messages."""
+        return self.qdrant_url or str(self.qdrant_path)

@@ -1,0 +1,23 @@
+"""The errors dagrag raises at its boundaries. Each message names the problem and, where one exists, the fix."""
+
+from __future__ import annotations
+
+
+class DagragError(Exception):
+    """Base class of every error dagrag raises on purpose."""
+
+
+class InvalidQuestionError(DagragError, ValueError):
+    """The question is empty, too long, not text, or holds control characters."""
+
+
+class QdrantUnavailableError(DagragError, ConnectionError):
+    """The Qdrant server or embedded folder cannot be reached or opened."""
+
+
+class CollectionNotFoundError(DagragError, LookupError):
+    """The collection to search does not exist (nothing was ingested)."""
+
+
+class IngestError(DagragError, ValueError):
+    """An input record is malformed or the collection does not fit the embedding model."""

@@ -1,0 +1,77 @@
+"""The QueryWorkflow's events. Each says what just happened; `QueryRun` is the state one run carries."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from llama_index.core.schema import NodeWithScore
+from pydantic import BaseModel, ConfigDict, Field
+from workflows.events import Event, StartEvent
+
+from .plan import ExecutedPlan
+from .result import RunLedger, Source, SubqueryReport, Verification
+
+
+class QueryRun(BaseModel):
+    """Everything one run has learned so far. Owned by that run alone, passed from event to event."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    question: str
+    plan: ExecutedPlan
+    path: str = "dag"
+    started_at: float = Field(default_factory=time.perf_counter)
+    ledger: RunLedger = Field(default_factory=RunLedger)
+    timings: dict[str, float] = Field(default_factory=dict)
+    reports: dict[str, SubqueryReport] = Field(default_factory=dict)
+    ranked: dict[str, list[NodeWithScore]] = Field(default_factory=dict, description="Reranked, best first.")
+
+    def add_time(self, stage: str, seconds: float) -> None:
+        self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
+
+
+class QueryStarted(StartEvent):
+    query: Any = None
+    history: list[str] | None = None
+
+
+class PlanReady(Event):
+    run: QueryRun
+
+
+class LayerQueued(Event):
+    run: QueryRun
+    layer_index: int
+
+
+class LayerStarted(Event):
+    layer_index: int
+    subquery_ids: list[str]
+
+
+class SubqueryDone(Event):
+    subquery_id: str
+    status: str
+    best_score: float | None = None
+    best_title: str | None = None
+
+
+class LayerSearched(Event):
+    run: QueryRun
+    layer_index: int
+
+
+class EvidenceGathered(Event):
+    run: QueryRun
+    sources: list[Source]
+
+
+class AnswerDrafted(Event):
+    run: QueryRun
+    sources: list[Source]
+    answer: str
+
+
+class VerificationDone(Event):
+    verification: Verification

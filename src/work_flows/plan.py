@@ -1,0 +1,339 @@
+"""The Plan and its DAG logic: parse, validate, repair, layer. Pure functions over data, no I/O.
+
+A plan comes from an LLM (untrusted text) or from the offline planner. `parse_plan` turns text into a
+`Plan` or says why it cannot; `validate_plan` lists every rule the plan breaks; `repair_plan` fixes what
+is safe to fix (and says what it did); `layer_plan` orders the DAG into layers that can run concurrently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import Enum
+from typing import Any
+
+import networkx as nx
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from ..text import content_words
+
+MAX_SUBQUERY_CHARS = 1000
+MAX_HINT_TERMS = 16
+PARENT_REFERENCE = re.compile(r"\{(s\w*)\}")
+
+
+class PlanOrigin(str, Enum):
+    """How the executed plan was obtained."""
+
+    LLM = "llm"  # the LLM's plan, used as is
+    REPAIRED = "repaired"  # the LLM's plan after safe repairs
+    OFFLINE = "offline"  # the rule-based planner (no LLM configured)
+    FALLBACK = "fallback"  # the rule-based planner after the LLM's plan could not be used
+
+
+class Hints(BaseModel):
+    must_include: list[str] = Field(default_factory=list)
+    synonyms: list[str] = Field(default_factory=list)
+    sections: list[str] = Field(default_factory=list)
+    top_k: int | None = Field(None, ge=1, le=200)
+
+    @field_validator("must_include", "synonyms", "sections", mode="before")
+    @classmethod
+    def _terms(cls, value: Any) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise ValueError("must be a list of strings")
+        terms = [str(v).strip() for v in value if isinstance(v, (str, int, float)) and str(v).strip()]
+        return terms[:MAX_HINT_TERMS]
+
+
+class SubQuery(BaseModel):
+    id: str = Field(min_length=1, max_length=64)
+    text: str
+    parents: list[str] = Field(default_factory=list)
+    hints: Hints = Field(default_factory=Hints)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> str:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise ValueError("id must be a string")
+        return str(value).strip()
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError("text must be a string")
+        return " ".join(value.split())
+
+    @field_validator("parents", mode="before")
+    @classmethod
+    def _parents(cls, value: Any) -> list[str]:
+        if value is None:
+            return []
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list):
+            raise ValueError("parents must be a list of ids")
+        return [str(v).strip() for v in value if isinstance(v, (str, int)) and not isinstance(v, bool)]
+
+    @field_validator("hints", mode="before")
+    @classmethod
+    def _hints(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class Plan(BaseModel):
+    """The planner's output (DESIGN.md schema)."""
+
+    query: str
+    requires_retrieval: bool = True
+    hyde_document: str | None = None
+    subqueries: list[SubQuery] = Field(default_factory=list)
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query(cls, value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError("query must be a string")
+        return " ".join(value.split())
+
+    @field_validator("hyde_document", mode="before")
+    @classmethod
+    def _hyde(cls, value: Any) -> str | None:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            raise ValueError("hyde_document must be a string or null")
+        return value.strip()
+
+
+class PlanIssue(BaseModel):
+    """One broken rule."""
+
+    code: str
+    message: str
+    subquery_id: str | None = None
+
+
+class ExecutedPlan(Plan):
+    """The plan that ran, with its provenance: the `plan` of a QueryResult."""
+
+    origin: PlanOrigin
+    notes: list[str] = Field(default_factory=list, description="Repairs made, or why it fell back.")
+    layers: list[list[str]] = Field(default_factory=list)
+
+
+class PlanParseError(ValueError):
+    """The text holds no JSON object that fits the Plan schema."""
+
+
+# --- parse ------------------------------------------------------------------------------------------
+
+def extract_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in `text`: bare, inside ```json fences, or wrapped in prose."""
+    if not isinstance(text, str) or not text.strip():
+        raise PlanParseError("the reply is empty")
+    candidates = [m.group(1) for m in re.finditer(r"```(?:json|JSON)?\s*(.*?)```", text, re.DOTALL)]
+    candidates.append(text)
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        for start in (i for i, ch in enumerate(candidate) if ch == "{"):
+            try:
+                value, _ = decoder.raw_decode(candidate, start)
+            except (json.JSONDecodeError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                return value
+    raise PlanParseError("the reply holds no JSON object")
+
+
+def parse_plan(text: str, question: str) -> Plan:
+    """Parse an LLM reply into a Plan; raises PlanParseError naming what is wrong."""
+    data = extract_json_object(text)
+    data.setdefault("query", question)
+    subqueries = data.get("subqueries")
+    if isinstance(subqueries, list):
+        # A bare list of strings is a common shorthand: number it s1..sn.
+        data["subqueries"] = [
+            {"id": f"s{i}", "text": item} if isinstance(item, str) else item
+            for i, item in enumerate(subqueries, start=1)
+        ]
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in error.errors()[:5]
+        )
+        raise PlanParseError(f"the JSON does not fit the plan schema ({problems})") from None
+
+
+# --- validate ---------------------------------------------------------------------------------------
+
+def _is_grounded(subquery_text: str, question_words: set[str]) -> bool:
+    if not question_words:  # "Who is he?" has no content word to share
+        return True
+    return bool(set(content_words(PARENT_REFERENCE.sub(" ", subquery_text))) & question_words)
+
+
+def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanIssue]:
+    """Every rule the plan breaks (empty list: the plan is valid)."""
+    issues: list[PlanIssue] = []
+    if plan.requires_retrieval and not plan.subqueries:
+        issues.append(PlanIssue(code="no_subqueries", message="retrieval is required but there are no subqueries"))
+    if len(plan.subqueries) > subquery_max:
+        issues.append(
+            PlanIssue(code="too_many", message=f"{len(plan.subqueries)} subqueries, at most {subquery_max}")
+        )
+    question_words = set(content_words(question)) | set(content_words(plan.query))
+    seen: set[str] = set()
+    for sq in plan.subqueries:
+        if sq.id in seen:
+            issues.append(PlanIssue(code="duplicate_id", message=f"id {sq.id!r} repeats", subquery_id=sq.id))
+        if not sq.text.strip():
+            issues.append(PlanIssue(code="empty_text", message=f"{sq.id} has no text", subquery_id=sq.id))
+        elif len(sq.text) > MAX_SUBQUERY_CHARS:
+            issues.append(
+                PlanIssue(code="text_too_long", message=f"{sq.id} is over {MAX_SUBQUERY_CHARS} characters",
+                          subquery_id=sq.id)
+            )
+        elif not _is_grounded(sq.text, question_words):
+            issues.append(
+                PlanIssue(code="off_topic", message=f"{sq.id} shares no content word with the question",
+                          subquery_id=sq.id)
+            )
+        for parent in sq.parents:
+            if parent == sq.id:
+                issues.append(PlanIssue(code="self_parent", message=f"{sq.id} is its own parent", subquery_id=sq.id))
+            elif parent not in seen:
+                known = any(other.id == parent for other in plan.subqueries)
+                code, where = ("forward_parent", "later") if known else ("unknown_parent", "unknown")
+                issues.append(
+                    PlanIssue(code=code, message=f"{sq.id} names {where} parent {parent!r}", subquery_id=sq.id)
+                )
+        seen.add(sq.id)
+    if _has_cycle(plan):
+        issues.append(PlanIssue(code="cycle", message="the parent links form a cycle"))
+    return issues
+
+
+def _graph(plan: Plan) -> nx.DiGraph:
+    graph = nx.DiGraph()
+    ids = {sq.id for sq in plan.subqueries}
+    graph.add_nodes_from(ids)
+    graph.add_edges_from(
+        (parent, sq.id) for sq in plan.subqueries for parent in sq.parents if parent in ids and parent != sq.id
+    )
+    return graph
+
+
+def _has_cycle(plan: Plan) -> bool:
+    return not nx.is_directed_acyclic_graph(_graph(plan))
+
+
+# --- repair -----------------------------------------------------------------------------------------
+
+def repair_plan(plan: Plan, *, question: str, subquery_max: int) -> tuple[Plan, list[str]]:
+    """Fix what is safe to fix; returns the new plan and a note per repair.
+
+    Safe means no subquery's meaning changes: bad subqueries are dropped, bad links are cut, ids are
+    renamed. Whether the result is usable is for `validate_plan` to say.
+    """
+    notes: list[str] = []
+    question_words = set(content_words(question)) | set(content_words(plan.query))
+
+    kept: list[SubQuery] = []
+    for sq in plan.subqueries:
+        if not sq.text.strip():
+            notes.append(f"dropped {sq.id}: empty text")
+        elif len(sq.text) > MAX_SUBQUERY_CHARS:
+            notes.append(f"dropped {sq.id}: over {MAX_SUBQUERY_CHARS} characters")
+        elif not _is_grounded(sq.text, question_words):
+            notes.append(f"dropped {sq.id}: shares no content word with the question")
+        else:
+            kept.append(sq.model_copy(deep=True))
+
+    taken: set[str] = set()
+    for index, sq in enumerate(kept, start=1):
+        if sq.id in taken:
+            new_id = next(f"s{n}" for n in range(index, index + len(kept) + len(taken) + 2) if f"s{n}" not in taken)
+            notes.append(f"renamed duplicate id {sq.id} to {new_id}")
+            sq.id = new_id
+        taken.add(sq.id)
+
+    if len(kept) > subquery_max:
+        notes.append(f"kept the first {subquery_max} of {len(kept)} subqueries")
+        kept = kept[:subquery_max]
+
+    ids = [sq.id for sq in kept]
+    position = {sq_id: i for i, sq_id in enumerate(ids)}
+    for i, sq in enumerate(kept):
+        parents: list[str] = []
+        for parent in sq.parents:
+            if parent == sq.id:
+                notes.append(f"removed self-parent of {sq.id}")
+            elif parent not in position:
+                notes.append(f"removed unknown parent {parent!r} of {sq.id}")
+            elif parent in parents:
+                continue
+            else:
+                parents.append(parent)
+        sq.parents = parents
+        # Every edge that points backwards in list order is kept, so what remains is acyclic.
+        forward = [p for p in sq.parents if position[p] > i]
+        if forward:
+            candidate = Plan(query=plan.query, subqueries=kept)
+            if _has_cycle(candidate):
+                sq.parents = [p for p in sq.parents if position[p] < i]
+                notes.append(f"cut parent link(s) {', '.join(forward)} -> {sq.id} to break a cycle")
+
+    if any(position[p] > i for i, sq in enumerate(kept) for p in sq.parents):
+        kept = [kept[ids.index(node)] for node in nx.lexicographical_topological_sort(
+            _graph(Plan(query=plan.query, subqueries=kept)), key=lambda node: position[node])]
+        notes.append("reordered subqueries so parents come first")
+
+    if plan.requires_retrieval and not kept and plan.subqueries:
+        notes.append("no usable subquery left")
+    return plan.model_copy(update={"subqueries": kept}), notes
+
+
+# --- layer ------------------------------------------------------------------------------------------
+
+def layer_plan(plan: Plan) -> list[list[str]]:
+    """Topological generations of the DAG; within a layer, the plan's order. Raises on a cycle."""
+    graph = _graph(plan)
+    order = {sq.id: i for i, sq in enumerate(plan.subqueries)}
+    try:
+        return [sorted(layer, key=order.__getitem__) for layer in nx.topological_generations(graph)]
+    except nx.NetworkXUnfeasible:
+        raise ValueError("the plan's parent links form a cycle") from None
+
+
+def single_query_plan(question: str) -> Plan:
+    """The baseline plan: the question itself as the only subquery."""
+    return Plan(query=question, subqueries=[SubQuery(id="s1", text=question)])
+
+
+def finalize_plan(
+    plan: Plan, *, question: str, subquery_max: int, origin: PlanOrigin, notes: list[str] | None = None
+) -> ExecutedPlan | None:
+    """Validate, repair if needed, layer. None when the plan cannot be made valid."""
+    notes = list(notes or [])
+    issues = validate_plan(plan, question=question, subquery_max=subquery_max)
+    if issues:
+        plan, repairs = repair_plan(plan, question=question, subquery_max=subquery_max)
+        if validate_plan(plan, question=question, subquery_max=subquery_max):
+            return None
+        notes += repairs
+        if origin is PlanOrigin.LLM:
+            origin = PlanOrigin.REPAIRED
+    return ExecutedPlan(**plan.model_dump(), origin=origin, notes=notes, layers=layer_plan(plan))
+
+
+def resolve_references(text: str, answers: dict[str, str]) -> str:
+    """Fill `{s1}`-style references to parents with what the parents found."""
+    return PARENT_REFERENCE.sub(lambda m: answers.get(m.group(1), m.group(0)), text)

@@ -1,0 +1,256 @@
+"""QueryWorkflow: plan -> search the DAG layer by layer -> write -> verify.
+
+    QueryStarted --plan--> PlanReady --schedule--> LayerQueued --search_layer--> LayerSearched
+                                 ^------------------ schedule <------------------------'
+                           schedule (no layer left) --> EvidenceGathered --write--> AnswerDrafted
+                           --verify--> StopEvent(result=QueryResult)
+
+Every layer's subqueries are searched as one batch and reranked as one batch; per-run state travels
+in the events (`QueryRun`), so one workflow instance serves many concurrent runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.schema import MetadataMode, NodeWithScore
+from workflows import Context, Workflow, step
+from workflows.events import StopEvent
+
+from ..agents.planner import QueryPlannerAgent
+from ..agents.reranker import RerankerAgent
+from ..agents.searcher import SearcherAgent, SearchHits, SearchRequest
+from ..agents.verifier import VerifierAgent
+from ..agents.writer import WriterAgent
+from ..config import Settings
+from .events import (
+    AnswerDrafted,
+    EvidenceGathered,
+    LayerQueued,
+    LayerSearched,
+    LayerStarted,
+    PlanReady,
+    QueryRun,
+    QueryStarted,
+    SubqueryDone,
+    VerificationDone,
+)
+from .evidence import confidence, select_sources
+from .inputs import check_history, check_question
+from .plan import SubQuery, resolve_references
+from .result import LLMUsage, QueryResult, RunLedger, SubqueryReport
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms import LLM
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+
+    from ..agents.reranker import PairScorer
+
+
+def passage_text(hit: NodeWithScore) -> str:
+    """What the reranker reads: the passage with its title."""
+    return hit.node.get_content(metadata_mode=MetadataMode.LLM)
+
+
+class QueryWorkflow(Workflow):
+    def __init__(
+        self,
+        *,
+        planner: QueryPlannerAgent,
+        searcher: SearcherAgent,
+        reranker: RerankerAgent,
+        writer: WriterAgent,
+        verifier: VerifierAgent,
+        settings: Settings,
+        **workflow_kwargs: Any,
+    ) -> None:
+        workflow_kwargs.setdefault("timeout", settings.query_timeout_s)
+        super().__init__(**workflow_kwargs)
+        self.planner = planner
+        self.searcher = searcher
+        self.reranker = reranker
+        self.writer = writer
+        self.verifier = verifier
+        self.settings = settings
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings | None = None,
+        *,
+        llm: LLM | None = None,
+        embed_model: BaseEmbedding | None = None,
+        reranker: RerankerAgent | PairScorer | None = None,
+        vector_store: QdrantVectorStore | None = None,
+        **workflow_kwargs: Any,
+    ) -> QueryWorkflow:
+        """The default stack from Settings; any part can be passed in instead."""
+        from ..stack import build_stack
+
+        settings = settings or Settings()
+        stack = build_stack(settings, llm=llm, embed_model=embed_model, reranker=reranker,
+                            vector_store=vector_store)
+        return cls(
+            planner=QueryPlannerAgent(stack.llm, subquery_max=settings.subquery_max,
+                                      enable_dag=settings.planner_enable_dag,
+                                      llm_timeout_s=settings.llm_timeout_s, json_mode=settings.llm_json_mode),
+            searcher=SearcherAgent(stack.vector_store, stack.embed_model,
+                                   dense_overfetch=settings.dense_overfetch,
+                                   must_include_boost=settings.must_include_boost,
+                                   section_boost_weight=settings.section_boost_weight),
+            reranker=stack.reranker,
+            writer=WriterAgent(stack.reranker, stack.llm, max_sentences=settings.writer_max_sentences,
+                               llm_timeout_s=settings.llm_timeout_s),
+            verifier=VerifierAgent(stack.reranker, stack.llm, min_overlap=settings.verify_min_overlap,
+                                   min_score=settings.verify_min_score, llm_timeout_s=settings.llm_timeout_s,
+                                   json_mode=settings.llm_json_mode),
+            settings=settings,
+            **workflow_kwargs,
+        )
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """`await workflow.run(query=..., history=None)` -> QueryResult. Bad input raises here, at once."""
+        if "query" in kwargs:
+            kwargs["query"] = check_question(kwargs["query"], self.settings.max_question_chars)
+            kwargs["history"] = check_history(kwargs.get("history"), self.settings.max_question_chars)
+        return super().run(*args, **kwargs)
+
+    # --- the pipeline ----------------------------------------------------------------------------
+
+    @step
+    async def plan(self, ctx: Context, ev: QueryStarted) -> PlanReady:
+        started = time.perf_counter()
+        question = check_question(ev.query, self.settings.max_question_chars)
+        ledger = RunLedger()
+        plan = await self.planner.aplan(question, ev.history, ledger)
+        run = QueryRun(question=question, plan=plan, ledger=ledger, started_at=started)
+        run.path = "dag" if self.settings.planner_enable_dag and len(run.plan.subqueries) > 1 else "single"
+        run.add_time("plan_s", time.perf_counter() - started)
+        ready = PlanReady(run=run)
+        ctx.write_event_to_stream(ready)
+        return ready
+
+    @step
+    async def schedule(self, ev: PlanReady | LayerSearched) -> LayerQueued | EvidenceGathered:
+        next_layer = ev.layer_index + 1 if isinstance(ev, LayerSearched) else 0
+        if ev.run.plan.requires_retrieval and next_layer < len(ev.run.plan.layers):
+            return LayerQueued(run=ev.run, layer_index=next_layer)
+        per_subquery = self.settings.attribution_top_n if ev.run.path == "dag" else self.settings.context_budget
+        sources = select_sources(ev.run.plan, ev.run.ranked, per_subquery=per_subquery,
+                                 budget=self.settings.context_budget)
+        return EvidenceGathered(run=ev.run, sources=sources)
+
+    @step
+    async def search_layer(self, ctx: Context, ev: LayerQueued) -> LayerSearched:
+        run = ev.run
+        subqueries = self._resolved_layer(run, ev.layer_index)
+        ctx.write_event_to_stream(LayerStarted(layer_index=ev.layer_index, subquery_ids=[s.id for s in subqueries]))
+        started = time.perf_counter()
+        hits = await self._search(run, subqueries)
+        searched = time.perf_counter()
+        run.add_time("search_s", searched - started)
+        await self._rerank(run, subqueries, hits)
+        run.add_time("rerank_s", time.perf_counter() - searched)
+        run.add_time(f"layer_{ev.layer_index}_s", time.perf_counter() - started)
+        for sq in subqueries:
+            report = self._report(run, sq, ev.layer_index, hits.get(sq.id))
+            run.reports[sq.id] = report
+            best = run.ranked.get(sq.id, [])
+            ctx.write_event_to_stream(SubqueryDone(
+                subquery_id=sq.id, status=report.status, best_score=report.best_score,
+                best_title=str(best[0].node.metadata.get("title", "")) if best else None))
+        return LayerSearched(run=run, layer_index=ev.layer_index)
+
+    @step
+    async def write(self, ev: EvidenceGathered) -> AnswerDrafted:
+        started = time.perf_counter()
+        answer = await self.writer.awrite(ev.run.plan.query, ev.run.plan, ev.sources, ev.run.ledger)
+        ev.run.add_time("write_s", time.perf_counter() - started)
+        return AnswerDrafted(run=ev.run, sources=ev.sources, answer=answer)
+
+    @step
+    async def verify(self, ctx: Context, ev: AnswerDrafted) -> StopEvent:
+        run = ev.run
+        started = time.perf_counter()
+        verification = await self.verifier.averify(ev.answer, ev.sources, run.ledger)
+        run.add_time("verify_s", time.perf_counter() - started)
+        ctx.write_event_to_stream(VerificationDone(verification=verification))
+        run.add_time("total_s", time.perf_counter() - run.started_at)
+        return StopEvent(result=self._result(run, ev.answer, ev.sources, verification))
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def _resolved_layer(self, run: QueryRun, layer_index: int) -> list[SubQuery]:
+        """The layer's subqueries, `{sN}` references filled with the title of the parent's best document."""
+        by_id = {sq.id: sq for sq in run.plan.subqueries}
+        found = {sq_id: str(hits[0].node.metadata.get("title", "")) for sq_id, hits in run.ranked.items() if hits}
+        return [by_id[i].model_copy(update={"text": resolve_references(by_id[i].text, found)})
+                for i in run.plan.layers[layer_index]]
+
+    def _request(self, run: QueryRun, sq: SubQuery) -> SearchRequest:
+        return SearchRequest(
+            text=sq.text, top_k=sq.hints.top_k or self.settings.subquery_topk_base,
+            hyde=run.plan.hyde_document if run.path == "single" else None,
+            must_include=tuple(sq.hints.must_include), sections=tuple(sq.hints.sections))
+
+    async def _search(self, run: QueryRun, subqueries: list[SubQuery]) -> dict[str, SearchHits | Exception]:
+        requests = [self._request(run, sq) for sq in subqueries]
+        try:
+            batch = await self.searcher.asearch_layer(requests)
+            return {sq.id: hits for sq, hits in zip(subqueries, batch)}
+        except Exception:
+            # The batch failed: search one by one, so one bad subquery cannot sink the others.
+            single = await asyncio.gather(*(self.searcher.asearch_layer([r]) for r in requests),
+                                          return_exceptions=True)
+            return {sq.id: (result if isinstance(result, Exception) else result[0])
+                    for sq, result in zip(subqueries, single)}
+
+    async def _rerank(self, run: QueryRun, subqueries: list[SubQuery], hits: dict[str, Any]) -> None:
+        """One cross-encoder call over every (subquery, candidate) pair of the layer."""
+        owners: list[tuple[str, NodeWithScore]] = [
+            (sq.id, hit) for sq in subqueries if isinstance(hits.get(sq.id), SearchHits)
+            for hit in hits[sq.id].candidates]
+        text_of = {sq.id: sq.text for sq in subqueries}
+        try:
+            scores = await self.reranker.ascore([(text_of[sq_id], passage_text(hit)) for sq_id, hit in owners])
+        except Exception as error:
+            run.ledger.degrade("reranker", f"{type(error).__name__}: {error}", "dense order kept")
+            scores = [float(hit.score or 0.0) for _, hit in owners]
+        for sq in subqueries:
+            if isinstance(hits.get(sq.id), SearchHits):
+                run.ranked[sq.id] = []
+        for (sq_id, hit), score in zip(owners, scores):
+            run.ranked[sq_id].append(NodeWithScore(node=hit.node, score=score))
+        for ranked in run.ranked.values():
+            ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
+
+    def _report(self, run: QueryRun, sq: SubQuery, layer: int, hits: SearchHits | Exception | None) -> SubqueryReport:
+        if not isinstance(hits, SearchHits):
+            return SubqueryReport(id=sq.id, text=sq.text, layer=layer, status="failed",
+                                  error=f"{type(hits).__name__}: {hits}"[:500])
+        ranked = run.ranked.get(sq.id, [])
+        best = float(ranked[0].score or 0.0) if ranked else None
+        covered = best is not None and best >= self.settings.coverage_min_score
+        keep = self.settings.attribution_top_n if run.path == "dag" else self.settings.context_budget
+        return SubqueryReport(
+            id=sq.id, text=sq.text, layer=layer, status="covered" if covered else "uncovered",
+            best_score=round(best, 6) if best is not None else None, candidates=len(ranked),
+            kept_node_ids=[h.node.node_id for h in ranked[:keep]])
+
+    def _result(self, run: QueryRun, answer: str, sources: list, verification: Any) -> QueryResult:
+        reports = [run.reports[sq.id] for sq in run.plan.subqueries if sq.id in run.reports]
+        label, features = confidence(reports, min_ratio=self.settings.coverage_min_ratio,
+                                     high_score=self.settings.high_confidence_score)
+        calls = run.ledger.llm_calls
+        prompt = [c.prompt_tokens for c in calls if c.prompt_tokens is not None]
+        completion = [c.completion_tokens for c in calls if c.completion_tokens is not None]
+        return QueryResult(
+            question=run.question, answer=answer, sources=sources, plan=run.plan, subqueries=reports,
+            retrieval_confidence=label, retrieval_confidence_features=features, verification=verification,
+            timings=run.timings, degradations=run.ledger.degradations, path=run.path,  # type: ignore[arg-type]
+            llm_calls=LLMUsage(count=len(calls), prompt_tokens=sum(prompt) if prompt else None,
+                               completion_tokens=sum(completion) if completion else None, calls=calls),
+        )

@@ -1,0 +1,102 @@
+"""QueryResult and the records it is made of: what dagrag did for one question, all of it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .plan import ExecutedPlan
+
+Confidence = Literal["high", "mid", "low"]
+SubqueryStatus = Literal["covered", "uncovered", "failed"]
+
+
+class LLMCallRecord(BaseModel):
+    agent: str
+    ok: bool
+    seconds: float
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: str | None = None
+
+
+class Degradation(BaseModel):
+    """An agent that could not do its job the configured way, and what took over."""
+
+    agent: str
+    reason: str
+    fallback: str
+
+
+class RunLedger(BaseModel):
+    """Per-run accounting that agents append to (one ledger per run: runs never share one)."""
+
+    llm_calls: list[LLMCallRecord] = Field(default_factory=list)
+    degradations: list[Degradation] = Field(default_factory=list)
+
+    def degrade(self, agent: str, reason: str, fallback: str) -> None:
+        self.degradations.append(Degradation(agent=agent, reason=reason, fallback=fallback))
+
+
+class Source(BaseModel):
+    """A passage handed to the writer; `[n]` in the answer cites `sources[n-1]`."""
+
+    node_id: str
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    score: float = Field(description="Reranker probability of relevance to its subquery.")
+    subquery_id: str
+    rank_in_subquery: int = Field(description="1 = the subquery's best document.")
+    subquery_ids: list[str] = Field(default_factory=list, description="Every subquery that kept it.")
+
+
+class SubqueryReport(BaseModel):
+    id: str
+    text: str
+    layer: int
+    status: SubqueryStatus
+    best_score: float | None = None
+    candidates: int = 0
+    kept_node_ids: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class SentenceCheck(BaseModel):
+    sentence: str
+    citations: list[int] = Field(default_factory=list)
+    supported: bool
+    supporting_source: int | None = Field(None, description="1-based source number that supports it.")
+    score: float | None = None
+    unknown_citations: list[int] = Field(default_factory=list, description="Cited numbers with no source.")
+    method: str
+    reason: str | None = None
+
+
+class Verification(BaseModel):
+    sentences: list[SentenceCheck] = Field(default_factory=list)
+    supported_count: int = 0
+    support_rate: float | None = None
+    method: str = "none"
+
+
+class LLMUsage(BaseModel):
+    count: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    calls: list[LLMCallRecord] = Field(default_factory=list)
+
+
+class QueryResult(BaseModel):
+    question: str
+    answer: str
+    sources: list[Source] = Field(default_factory=list)
+    plan: ExecutedPlan
+    subqueries: list[SubqueryReport] = Field(default_factory=list)
+    retrieval_confidence: Confidence
+    retrieval_confidence_features: dict[str, float] = Field(default_factory=dict)
+    verification: Verification = Field(default_factory=Verification)
+    timings: dict[str, float] = Field(default_factory=dict)
+    llm_calls: LLMUsage = Field(default_factory=LLMUsage)
+    degradations: list[Degradation] = Field(default_factory=list)
+    path: Literal["dag", "single"] = "dag"

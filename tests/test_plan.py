@@ -1,0 +1,191 @@
+"""DAG logic: parsing, validation, repair and layering, over hand-made plans."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from dagrag.work_flows.plan import (
+    Plan,
+    PlanOrigin,
+    PlanParseError,
+    SubQuery,
+    extract_json_object,
+    finalize_plan,
+    layer_plan,
+    parse_plan,
+    repair_plan,
+    resolve_references,
+    validate_plan,
+)
+
+QUESTION = "Were Scott Derrickson and Ed Wood of the same nationality?"
+
+
+def plan_of(*subqueries: tuple[str, str, list[str]]) -> Plan:
+    return Plan(query=QUESTION, subqueries=[SubQuery(id=i, text=t, parents=p) for i, t, p in subqueries])
+
+
+def codes(plan: Plan, subquery_max: int = 4) -> list[str]:
+    return [issue.code for issue in validate_plan(plan, question=QUESTION, subquery_max=subquery_max)]
+
+
+def test_valid_two_layer_plan_has_no_issues_and_layers_in_order():
+    plan = plan_of(("s1", "Scott Derrickson nationality", []), ("s2", "Ed Wood nationality", []),
+                   ("s3", "compare nationality of {s1} and {s2}", ["s1", "s2"]))
+    assert codes(plan) == []
+    assert layer_plan(plan) == [["s1", "s2"], ["s3"]]
+
+
+@pytest.mark.parametrize(
+    ("subqueries", "expected"),
+    [
+        ([("s1", "Scott Derrickson", ["s1"])], ["self_parent"]),
+        ([("s1", "Scott Derrickson", ["s9"])], ["unknown_parent"]),
+        ([("s1", "Scott Derrickson", ["s2"]), ("s2", "Ed Wood", [])], ["forward_parent"]),
+        ([("s1", "Scott Derrickson", ["s2"]), ("s2", "Ed Wood", ["s1"])], ["forward_parent", "cycle"]),
+        ([("s1", "Scott Derrickson", []), ("s1", "Ed Wood", [])], ["duplicate_id"]),
+        ([("s1", "   ", [])], ["empty_text"]),
+        ([("s1", "weather in Paris today", [])], ["off_topic"]),
+        ([("s1", "Scott " * 300, [])], ["text_too_long"]),
+        ([], ["no_subqueries"]),
+    ],
+)
+def test_each_broken_rule_is_reported(subqueries, expected):
+    assert codes(plan_of(*subqueries)) == expected
+
+
+def test_too_many_subqueries_is_reported():
+    plan = plan_of(*[(f"s{i}", f"Ed Wood fact {i}", []) for i in range(1, 6)])
+    assert codes(plan, subquery_max=4) == ["too_many"]
+    assert codes(plan, subquery_max=5) == []
+
+
+def test_a_parent_reference_alone_does_not_make_a_subquery_on_topic():
+    assert codes(plan_of(("s1", "Ed Wood", []), ("s2", "{s1} birthplace", ["s1"]))) == ["off_topic"]
+
+
+def repaired(plan: Plan, subquery_max: int = 4) -> tuple[Plan, list[str]]:
+    fixed, notes = repair_plan(plan, question=QUESTION, subquery_max=subquery_max)
+    assert validate_plan(fixed, question=QUESTION, subquery_max=subquery_max) == [] or not fixed.subqueries
+    return fixed, notes
+
+
+def test_repair_cuts_self_and_unknown_parents():
+    fixed, notes = repaired(plan_of(("s1", "Scott Derrickson", ["s1", "s7"]), ("s2", "Ed Wood", ["s1"])))
+    assert [sq.parents for sq in fixed.subqueries] == [[], ["s1"]]
+    assert any("self-parent" in n for n in notes) and any("unknown parent 's7'" in n for n in notes)
+
+
+def test_repair_reorders_forward_references_without_cycle():
+    fixed, notes = repaired(plan_of(("s2", "Ed Wood nationality {s1}", ["s1"]), ("s1", "Scott Derrickson", [])))
+    assert [sq.id for sq in fixed.subqueries] == ["s1", "s2"]
+    assert "reordered subqueries so parents come first" in notes
+
+
+def test_repair_breaks_cycles_by_cutting_forward_links():
+    fixed, notes = repaired(plan_of(("s1", "Scott Derrickson", ["s3"]), ("s2", "Ed Wood", ["s1"]),
+                                    ("s3", "nationality of both", ["s2"])))
+    assert layer_plan(fixed) == [["s1"], ["s2"], ["s3"]]
+    assert any("break a cycle" in n for n in notes)
+
+
+def test_repair_renames_duplicate_ids_and_keeps_links_to_the_first():
+    fixed, _ = repaired(plan_of(("s1", "Scott Derrickson", []), ("s1", "Ed Wood", []),
+                                ("s3", "nationality", ["s1"])))
+    assert [sq.id for sq in fixed.subqueries] == ["s1", "s2", "s3"]
+    assert fixed.subqueries[2].parents == ["s1"]
+
+
+def test_repair_drops_off_topic_and_empty_subqueries_and_caps_the_count():
+    fixed, notes = repaired(plan_of(("s1", "stock prices", []), ("s2", "", []),
+                                    *[(f"t{i}", f"Ed Wood film {i}", []) for i in range(6)]), subquery_max=3)
+    assert [sq.id for sq in fixed.subqueries] == ["t0", "t1", "t2"]
+    assert len(notes) == 3
+
+
+def test_repair_that_leaves_nothing_makes_finalize_return_none():
+    plan = plan_of(("s1", "stock prices", []))
+    assert finalize_plan(plan, question=QUESTION, subquery_max=4, origin=PlanOrigin.LLM) is None
+
+
+def test_finalize_marks_llm_plans_that_needed_repair():
+    good = plan_of(("s1", "Scott Derrickson", []), ("s2", "Ed Wood", []))
+    assert finalize_plan(good, question=QUESTION, subquery_max=4, origin=PlanOrigin.LLM).origin is PlanOrigin.LLM
+    bad = plan_of(("s1", "Scott Derrickson", ["s1"]), ("s2", "Ed Wood", []))
+    executed = finalize_plan(bad, question=QUESTION, subquery_max=4, origin=PlanOrigin.LLM)
+    assert executed.origin is PlanOrigin.REPAIRED and executed.notes and executed.layers == [["s1", "s2"]]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_layering_every_dag_over_n_nodes_respects_every_edge(n):
+    ids = [f"s{i}" for i in range(n)]
+    edges = [(a, b) for a, b in itertools.combinations(range(n), 2)]
+    # Every subset of forward edges is a DAG: check all of them for small n.
+    for mask in range(min(2 ** len(edges), 512)):
+        chosen = [edges[i] for i in range(len(edges)) if mask >> i & 1]
+        plan = Plan(query=QUESTION, subqueries=[
+            SubQuery(id=ids[j], text=f"Ed Wood {j}", parents=[ids[a] for a, b in chosen if b == j]) for j in range(n)])
+        layers = layer_plan(plan)
+        level = {sq: depth for depth, layer in enumerate(layers) for sq in layer}
+        assert sorted(level) == sorted(ids)
+        assert all(level[ids[a]] < level[ids[b]] for a, b in chosen)
+        # Topological generations are tight: every node sits one layer below its deepest parent.
+        for j in range(n):
+            parents = [level[ids[a]] for a, b in chosen if b == j]
+            assert level[ids[j]] == (max(parents) + 1 if parents else 0)
+
+
+def test_layering_rejects_a_cycle():
+    with pytest.raises(ValueError, match="cycle"):
+        layer_plan(plan_of(("s1", "Ed Wood", ["s2"]), ("s2", "Ed Wood", ["s1"])))
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"query": "q", "subqueries": [{"id": "s1", "text": "Ed Wood"}]}',
+        'Sure! Here is the plan:\n```json\n{"query": "q", "subqueries": [{"id": "s1", "text": "Ed Wood"}]}\n```',
+        'The plan is {"query": "q", "subqueries": [{"id": "s1", "text": "Ed Wood"}]} — hope it helps {not json}',
+        '```\n{"subqueries": ["Ed Wood"]}\n```',
+    ],
+)
+def test_parse_extracts_the_plan_from_bare_fenced_and_prose_replies(reply):
+    plan = parse_plan(reply, QUESTION)
+    assert [sq.text for sq in plan.subqueries] == ["Ed Wood"] and plan.subqueries[0].id == "s1"
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("", "empty"),
+        ("no json here", "no JSON object"),
+        ("[1, 2, 3]", "no JSON object"),
+        ('{"query": 5, "subqueries": []}', "query"),
+        ('{"subqueries": [{"id": "s1"}]}', "subqueries.0.text"),
+        ('{"subqueries": [{"id": "s1", "text": "x", "parents": {"a": 1}}]}', "parents"),
+        ('{"subqueries": "s1"}', "subqueries"),
+    ],
+)
+def test_parse_names_what_is_wrong(reply, message):
+    with pytest.raises(PlanParseError, match=message):
+        parse_plan(reply, QUESTION)
+
+
+def test_parse_coerces_common_shapes():
+    plan = parse_plan(json.dumps({"subqueries": [{"id": 1, "text": " Ed   Wood ", "parents": "s0",
+                                                  "hints": {"must_include": "Ed Wood", "top_k": 7}}]}), QUESTION)
+    sq = plan.subqueries[0]
+    assert (sq.id, sq.text, sq.parents) == ("1", "Ed Wood", ["s0"])
+    assert (sq.hints.must_include, sq.hints.top_k) == (["Ed Wood"], 7)
+    assert plan.query == QUESTION
+
+
+def test_extract_json_prefers_fenced_block_and_survives_nesting():
+    assert extract_json_object('x {"a": {"b": [1, {"c": 2}]}} y') == {"a": {"b": [1, {"c": 2}]}}
+
+
+def test_resolve_references_fills_known_parents_only():
+    assert resolve_references("born where {s1} lived, {s9}", {"s1": "Shirley Temple"}) == \
+        "born where Shirley Temple lived, {s9}"
