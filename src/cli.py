@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (DagragError, ValidationError) as error:
-        console.print(f"[red]error:[/] {error}")
+        console.print(f"[red]error:[/] {error}", soft_wrap=True, highlight=False)
         return 2
 
 

@@ -6,6 +6,7 @@ import itertools
 import json
 
 import pytest
+
 from dagrag.work_flows.plan import (
     Plan,
     PlanOrigin,

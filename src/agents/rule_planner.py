@@ -99,6 +99,8 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
     head_words = head.split()
     if split_at >= 0:
         left = head[split_at + 1:]
+        if _leading_name(left.split()) != left.split():  # "... in June, 2011 a left-hand or ..."
+            return None
     elif head_words and head_words[0].lower() in AUXILIARIES:
         # "Is the Marsilea or the Brabejum ...": everything between the verb and "or" must be the name.
         left_words = head_words[1:]

@@ -1,0 +1,45 @@
+"""Settings: defaults from the design note, environment names, and errors that name the setting."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from dagrag import Settings
+
+
+def test_design_defaults():
+    s = Settings()
+    assert (s.planner_enable_dag, s.subquery_max, s.subquery_topk_base, s.subquery_max_iters, s.subquery_topk_step,
+            s.attribution_top_n, s.coverage_min_ratio, s.section_boost_weight) == (True, 4, 5, 1, 3, 1, 0.5, 0.2)
+    assert s.llm == "none" and not s.uses_llm
+
+
+def test_environment_names(monkeypatch):
+    monkeypatch.setenv("DAGRAG_PLANNER_ENABLE_DAG", "false")
+    monkeypatch.setenv("DAGRAG_SUBQUERY_MAX", "3")
+    monkeypatch.setenv("DAGRAG_COLLECTION", "wiki")
+    monkeypatch.setenv("DAGRAG_QDRANT_URL", "http://qdrant:6333")
+    s = Settings()
+    assert (s.planner_enable_dag, s.subquery_max, s.collection, s.qdrant_url) == (False, 3, "wiki", "http://qdrant:6333")
+
+
+@pytest.mark.parametrize(("env", "value", "message"), [
+    ("DAGRAG_SUBQUERY_MAX", "0", "subquery_max"),
+    ("DAGRAG_COVERAGE_MIN_RATIO", "1.5", "coverage_min_ratio"),
+    ("DAGRAG_LLM", "claude:opus", "DAGRAG_LLM='claude:opus'"),
+    ("DAGRAG_LLM", "openai", "name the model"),
+    ("DAGRAG_LLM", "openai-like:llama", "needs DAGRAG_LLM_BASE_URL"),
+    ("DAGRAG_EMBED_MODEL", "local:bge", "bundled model is local:all-MiniLM-L6-v2"),
+    ("DAGRAG_RERANKER", "cohere:rerank", "DAGRAG_RERANKER"),
+    ("DAGRAG_SUBQUERY_MAXX", "3", "unknown setting.*DAGRAG_SUBQUERY_MAXX"),
+])
+def test_invalid_settings_fail_with_their_name(monkeypatch, env, value, message):
+    monkeypatch.setenv(env, value)
+    with pytest.raises(ValidationError, match=message):
+        Settings()
+
+
+def test_unknown_keyword_is_refused():
+    with pytest.raises(ValidationError, match="subquery_maxx"):
+        Settings(subquery_maxx=3)

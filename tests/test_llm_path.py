@@ -1,0 +1,114 @@
+"""The LLM path through a real OpenAI-compatible HTTP server on 127.0.0.1 with scripted replies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dagrag import Settings
+from dagrag.stack import build_llm
+
+from .openai_server import ScriptedOpenAIServer
+
+QUESTION = "Were Scott Derrickson and Ed Wood of the same nationality?"
+GOOD_PLAN = {
+    "query": QUESTION, "requires_retrieval": True, "hyde_document": None,
+    "subqueries": [
+        {"id": "s1", "text": "Scott Derrickson nationality", "parents": [],
+         "hints": {"must_include": ["Scott Derrickson"]}},
+        {"id": "s2", "text": "Ed Wood nationality", "parents": [], "hints": {"must_include": ["Ed Wood"]}},
+    ],
+}
+WRITER_REPLY = "Yes, both are American [1][2]. Scott Derrickson is an American director [1]."
+VERIFIER_REPLY = json.dumps({"sentences": [{"index": 1, "supported": True, "source": 1},
+                                           {"index": 2, "supported": True, "source": 1}]})
+
+
+@pytest.fixture
+def server():
+    with ScriptedOpenAIServer() as running:
+        running.script("writer", WRITER_REPLY)
+        running.script("verifier", VERIFIER_REPLY)
+        yield running
+
+
+@pytest.fixture
+def llm_workflow(server, make_workflow):
+    def build(**overrides):
+        settings = Settings(llm="openai-like:scripted-model", llm_base_url=server.base_url, llm_max_retries=0,
+                            llm_timeout_s=5)
+        return make_workflow(llm=build_llm(settings), **overrides)
+    return build
+
+
+async def test_a_good_plan_is_used_as_is_and_every_call_is_accounted(server, llm_workflow):
+    server.script("planner", json.dumps(GOOD_PLAN))
+    result = await llm_workflow().run(query=QUESTION)
+    assert result.plan.origin.value == "llm" and result.plan.notes == []
+    assert [sq.text for sq in result.plan.subqueries] == ["Scott Derrickson nationality", "Ed Wood nationality"]
+    assert result.answer == WRITER_REPLY
+    assert result.verification.method == "llm" and result.verification.support_rate == 1.0
+    assert [c.agent for c in result.llm_calls.calls] == ["planner", "writer", "verifier"]
+    assert result.llm_calls.count == 3
+    assert result.llm_calls.prompt_tokens > 0 and result.llm_calls.completion_tokens > 0
+    planner_request = server.requests_of("planner")[0]
+    assert planner_request["response_format"] == {"type": "json_object"}
+    assert planner_request["model"] == "scripted-model"
+    # Sources reach the writer fenced as data.
+    writer_prompt = server.requests_of("writer")[0]["messages"][-1]["content"]
+    assert '<source id="1" title="Scott Derrickson">' in writer_prompt
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda plan: f"```json\n{plan}\n```",
+    lambda plan: f"Here is the plan you asked for:\n{plan}\nLet me know if you need more.",
+])
+async def test_fenced_or_prose_wrapped_plans_are_extracted(server, llm_workflow, wrap):
+    server.script("planner", wrap(json.dumps(GOOD_PLAN)))
+    result = await llm_workflow().run(query=QUESTION)
+    assert result.plan.origin.value == "llm" and len(result.plan.subqueries) == 2
+    assert len(server.requests_of("planner")) == 1
+
+
+async def test_a_repairable_plan_is_repaired_and_says_so(server, llm_workflow):
+    plan = json.loads(json.dumps(GOOD_PLAN))
+    plan["subqueries"][0]["parents"] = ["s1", "s7"]
+    server.script("planner", json.dumps(plan))
+    result = await llm_workflow().run(query=QUESTION)
+    assert result.plan.origin.value == "repaired"
+    assert any("self-parent" in n for n in result.plan.notes) and any("'s7'" in n for n in result.plan.notes)
+    assert result.plan.layers == [["s1", "s2"]]
+
+
+async def test_garbage_is_retried_once_with_the_error_then_falls_back(server, llm_workflow):
+    server.script("planner", "I cannot help with that.", '{"subqueries": [{"id": "s1", "text": "stock prices"}]}')
+    result = await llm_workflow().run(query=QUESTION)
+    requests = server.requests_of("planner")
+    assert len(requests) == 2
+    assert "could not be used: the reply holds no JSON object" in requests[1]["messages"][-1]["content"]
+    assert result.plan.origin.value == "fallback"
+    assert [d.agent for d in result.degradations] == ["planner"]
+    # The fallback is the rule planner's plan: one subquery per person.
+    assert [sq.hints.must_include for sq in result.plan.subqueries] == [["Scott Derrickson"], ["Ed Wood"]]
+
+
+async def test_server_errors_fall_back_to_the_offline_twins(server, llm_workflow):
+    for agent in ("planner", "writer", "verifier"):
+        server.script(agent, (500, "boom"))
+    result = await llm_workflow().run(query=QUESTION)
+    assert result.plan.origin.value == "fallback"
+    assert {d.agent for d in result.degradations} == {"planner", "writer", "verifier"}
+    assert result.verification.method == "lexical+cross-encoder" and result.verification.support_rate == 1.0
+    assert all(not call.ok for call in result.llm_calls.calls)
+
+
+async def test_citations_of_sources_that_do_not_exist_are_flagged(server, llm_workflow):
+    server.script("planner", json.dumps(GOOD_PLAN))
+    server.script("writer", "Both are American [9]. Scott Derrickson is an American director [1].")
+    server.script("verifier", "not json")
+    result = await llm_workflow().run(query=QUESTION)
+    first, second = result.verification.sentences
+    assert first.unknown_citations == [9] and not first.supported and "do not exist" in first.reason
+    assert second.supported and second.supporting_source == 1
+    assert [d.agent for d in result.degradations] == ["verifier"]

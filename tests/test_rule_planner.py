@@ -1,0 +1,75 @@
+"""The offline planner on real HotpotQA questions, and the text helpers it relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dagrag.agents.rule_planner import find_comparison, plan_offline, rewrite_with_history
+from dagrag.text import citations, containment, split_sentences
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev.jsonl"
+
+
+@pytest.mark.parametrize(("question", "entities"), [
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", ("Scott Derrickson", "Ed Wood")),
+    ("Who is older, Annie Morton or Terry Richardson?", ("Annie Morton", "Terry Richardson")),
+    ("Which band, Letters to Cleo or Screaming Trees, had more members?", ("Letters to Cleo", "Screaming Trees")),
+    ("Which came out first, Dinosaur or McFarland, USA", ("Dinosaur", "McFarland, USA")),
+    ("Are both Elko Regional Airport and Gerald R. Ford International Airport located in Michigan?",
+     ("Elko Regional Airport", "Gerald R. Ford International Airport")),
+    ("What occupation do Chris Menges and Aram Avakian share?", ("Chris Menges", "Aram Avakian")),
+    ("Is the Marsilea or the Brabejum the genus of more individual species of plants?", ("Marsilea", "Brabejum")),
+    ("Which of these battles occurred earlier--the Battle of Peleliu or the Battle of Belleau Wood?",
+     ("Battle of Peleliu", "Battle of Belleau Wood")),
+])
+def test_comparisons_split_into_their_two_entities(question, entities):
+    comparison = find_comparison(question)
+    assert comparison is not None and comparison.entities == entities
+
+
+@pytest.mark.parametrize("question", [
+    "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?",
+    "Is the Pakistan fast bowler who joined the Kent County Cricket Club in June, 2011 a left-hand or right-hand"
+    " batsmans?",
+    "Who is he?",
+])
+def test_other_questions_get_the_single_query_plan(question):
+    plan = plan_offline(question)
+    assert [sq.text for sq in plan.subqueries] == [question]
+
+
+def test_comparison_plan_shape():
+    plan = plan_offline("Who is older, Annie Morton or Terry Richardson?")
+    assert [(sq.id, sq.text, sq.hints.must_include, sq.parents) for sq in plan.subqueries] == [
+        ("s1", "Annie Morton born", ["Annie Morton"], []), ("s2", "Terry Richardson born", ["Terry Richardson"], [])]
+    assert len(plan_offline("Who is older, Annie Morton or Terry Richardson?", enable_dag=False).subqueries) == 1
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/data")
+def test_most_hotpotqa_comparisons_name_both_gold_titles():
+    records = [json.loads(line) for line in SHARED.read_text(encoding="utf-8").splitlines()]
+    comparisons = [r for r in records if r["type"] == "comparison"]
+    hits = 0
+    for record in comparisons:
+        found = find_comparison(record["question"])
+        titles = [t.lower() for t in record["supporting_titles"]]
+        hits += bool(found) and all(any(e.lower() in t or t in e.lower() for t in titles) for e in found.entities)
+    assert hits / len(comparisons) >= 0.9
+
+
+def test_history_rewrite_uses_the_subject_of_the_latest_turn():
+    history = ["Who played Corliss Archer?", "Shirley Temple played Corliss Archer in Kiss and Tell."]
+    assert rewrite_with_history("What position did she hold?", history) == "What position did Shirley Temple hold?"
+    assert rewrite_with_history("What was his nationality?", ["Ed Wood directed it."]) == \
+        "What was Ed Wood's nationality?"
+    assert rewrite_with_history("Who directed Ed Wood?", history) is None
+
+
+def test_sentences_keep_their_citations():
+    assert split_sentences("Ed Wood was American [1]. He made films. [2] Tim Burton directed it [1, 3].") == [
+        "Ed Wood was American [1].", "He made films. [2]", "Tim Burton directed it [1, 3]."]
+    assert citations("a [2] b [1, 2][3]") == [2, 1, 3]
+    assert containment("Ed Wood was American", "Edward Wood Jr was an American filmmaker") == 2 / 3
