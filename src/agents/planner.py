@@ -12,6 +12,7 @@ from llama_index.core.llms import LLM
 
 from ..work_flows.plan import (
     ExecutedPlan,
+    Plan,
     PlanOrigin,
     PlanParseError,
     finalize_plan,
@@ -69,8 +70,17 @@ class QueryPlannerAgent:
         self.llm_timeout_s = llm_timeout_s
         self.json_mode = json_mode
 
-    async def aplan(self, question: str, history: list[str] | None, ledger: RunLedger) -> ExecutedPlan:
+    async def aplan(
+        self, question: str, history: list[str] | None, ledger: RunLedger, given: Plan | None = None
+    ) -> ExecutedPlan:
         history = history or []
+        if given is not None:
+            executed = finalize_plan(given, question=question, subquery_max=self.subquery_max,
+                                     origin=PlanOrigin.GIVEN)
+            if executed is not None:
+                return executed
+            ledger.degrade("planner", "the given plan is invalid and cannot be repaired", "rule-based planner")
+            return self._offline(question, history, PlanOrigin.FALLBACK, ["the given plan was invalid"])
         if self.llm is None or not self.enable_dag:
             return self._offline(question, history, PlanOrigin.OFFLINE, [])
         notes: list[str] = []

@@ -9,7 +9,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, ConfigDict, Field
 from workflows.events import Event, StartEvent
 
-from .plan import ExecutedPlan
+from .plan import ExecutedPlan, Plan
 from .result import RunLedger, Source, SubqueryReport, Verification
 
 
@@ -34,6 +34,7 @@ class QueryRun(BaseModel):
 class QueryStarted(StartEvent):
     query: Any = None
     history: list[str] | None = None
+    plan: Plan | None = None
 
 
 class PlanReady(Event):

@@ -29,6 +29,7 @@ class PlanOrigin(str, Enum):
     REPAIRED = "repaired"  # the LLM's plan after safe repairs
     OFFLINE = "offline"  # the rule-based planner (no LLM configured)
     FALLBACK = "fallback"  # the rule-based planner after the LLM's plan could not be used
+    GIVEN = "given"  # passed in by the caller: run(query=..., plan=...)
 
 
 class Hints(BaseModel):

@@ -112,7 +112,11 @@ class QueryWorkflow(Workflow):
         )
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        """`await workflow.run(query=..., history=None)` -> QueryResult. Bad input raises here, at once."""
+        """`await workflow.run(query=..., history=None, plan=None)` -> QueryResult.
+
+        `plan` (a Plan) skips the planner: it is validated and repaired like an LLM's, then executed.
+        Bad input raises here, at once.
+        """
         if "query" in kwargs:
             kwargs["query"] = check_question(kwargs["query"], self.settings.max_question_chars)
             kwargs["history"] = check_history(kwargs.get("history"), self.settings.max_question_chars)
@@ -125,7 +129,7 @@ class QueryWorkflow(Workflow):
         started = time.perf_counter()
         question = check_question(ev.query, self.settings.max_question_chars)
         ledger = RunLedger()
-        plan = await self.planner.aplan(question, ev.history, ledger)
+        plan = await self.planner.aplan(question, ev.history, ledger, given=ev.plan)
         run = QueryRun(question=question, plan=plan, ledger=ledger, started_at=started)
         run.path = "dag" if self.settings.planner_enable_dag and len(run.plan.subqueries) > 1 else "single"
         run.add_time("plan_s", time.perf_counter() - started)

@@ -1,0 +1,58 @@
+"""Answer and retrieval metrics. Answer normalisation is the official HotpotQA/SQuAD one."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+
+def normalize_answer(text: str) -> str:
+    """Lower-case, strip punctuation and articles, collapse whitespace (HotpotQA's evaluate script)."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def f1_score(prediction: str, gold: str) -> float:
+    """Token F1; yes/no/noanswer must match exactly, as in the official script."""
+    pred, ref = normalize_answer(prediction), normalize_answer(gold)
+    if (pred in ("yes", "no", "noanswer") or ref in ("yes", "no", "noanswer")) and pred != ref:
+        return 0.0
+    pred_tokens, ref_tokens = pred.split(), ref.split()
+    common = Counter(pred_tokens) & Counter(ref_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred_tokens), same / len(ref_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def answer_match(prediction: str, gold: str) -> float:
+    """1 when the normalised gold answer occurs in the normalised prediction as whole words."""
+    ref = normalize_answer(gold)
+    return float(bool(ref) and f" {ref} " in f" {normalize_answer(prediction)} ")
+
+
+def best_over_aliases(metric, prediction: str, golds: Iterable[str]) -> float:
+    return max((metric(prediction, gold) for gold in golds if gold), default=0.0)
+
+
+def supporting_recall(retrieved: set[str], supporting: Sequence[str]) -> tuple[float, float]:
+    """(share of supporting paragraphs retrieved, 1 if all of them were)."""
+    if not supporting:
+        return 0.0, 0.0
+    found = sum(key in retrieved for key in supporting)
+    return found / len(supporting), float(found == len(supporting))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else 0.0
