@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMCompletionEndEvent
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -107,32 +109,45 @@ def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: To
             "metrics": metrics}
 
 
+class LLMCallCounter(BaseEventHandler):
+    """Counts LLM calls and their tokens through LlamaIndex's instrumentation events."""
+
+    calls: int = 0
+    tokens: int = 0
+
+    def handle(self, event: Any, **kwargs: Any) -> None:
+        if isinstance(event, (LLMChatEndEvent, LLMCompletionEndEvent)):
+            self.calls += 1
+            usage = getattr(getattr(event.response, "raw", None), "usage", None)
+            self.tokens += getattr(usage, "total_tokens", 0) or 0
+
+
 class SubQuestionBaseline:
     """LlamaIndex's SubQuestionQueryEngine over the same index, embeddings and LLM."""
 
     def __init__(self, settings: Settings, llm: Any, embed_model: Any, budget: int) -> None:
         from llama_index.core import VectorStoreIndex
-        from llama_index.core.callbacks import CallbackManager, TokenCountingHandler
+        from llama_index.core.instrumentation import get_dispatcher
         from llama_index.core.query_engine import SubQuestionQueryEngine
         from llama_index.core.tools import QueryEngineTool, ToolMetadata
 
-        self.counter = TokenCountingHandler()
-        llm.callback_manager = CallbackManager([self.counter])
+        self.counter = LLMCallCounter()
+        get_dispatcher().add_event_handler(self.counter)
         index = VectorStoreIndex.from_vector_store(open_vector_store(settings), embed_model=embed_model)
         tool = QueryEngineTool(
             query_engine=index.as_query_engine(llm=llm, similarity_top_k=budget),
             metadata=ToolMetadata(name="wikipedia", description="Wikipedia paragraphs about people, places, works"))
-        self.engine = SubQuestionQueryEngine.from_defaults(query_engine_tools=[tool], llm=llm, use_async=True)
+        self.engine = SubQuestionQueryEngine.from_defaults(
+            query_engine_tools=[tool], llm=llm, use_async=True, question_gen=_question_generator(llm), verbose=False)
         self.lock = asyncio.Lock()  # the token counter is shared: one question at a time
 
     async def run(self, example: Example, tokens: TokenCounter) -> dict[str, Any]:
         async with self.lock:
-            self.counter.reset_counts()
+            self.counter.calls = self.counter.tokens = 0
             started = time.perf_counter()
             response = await self.engine.aquery(example.question)
             seconds = time.perf_counter() - started
-            calls = len(self.counter.llm_token_counts)
-            llm_tokens = self.counter.total_llm_token_count
+            calls, llm_tokens = self.counter.calls, self.counter.tokens
         retrieved = [n for n in response.source_nodes if n.node.metadata.get("title") is not None]
         metrics = score(example, str(response), [n.node.node_id for n in retrieved],
                         [n.node.get_content() for n in retrieved], tokens,
@@ -140,6 +155,20 @@ class SubQuestionBaseline:
                          "latency_s": seconds})
         return {"answer": str(response), "sources": [{"title": n.node.metadata.get("title")} for n in retrieved],
                 "metrics": metrics}
+
+
+def _question_generator(llm: Any) -> Any:
+    """OpenAI function calling where the package and model allow it, else the generic JSON generator."""
+    from llama_index.core.question_gen import LLMQuestionGenerator
+
+    if getattr(llm.metadata, "is_function_calling_model", False):
+        try:
+            from llama_index.question_gen.openai import OpenAIQuestionGenerator
+
+            return OpenAIQuestionGenerator.from_defaults(llm=llm)
+        except ImportError:
+            pass
+    return LLMQuestionGenerator.from_defaults(llm=llm)
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ embedded Qdrant folder can be opened by one client only.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 from dataclasses import dataclass
@@ -170,11 +171,27 @@ def create_collection(client: QdrantClient, collection: str, *, dim: int, embed_
     )
 
 
+def _vector_store_class() -> type:
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+
+    class LocalAwareQdrantVectorStore(QdrantVectorStore):
+        """QdrantVectorStore whose async query also works on an embedded (sync-only) client.
+
+        The embedded client cannot be opened twice, so there is no AsyncQdrantClient for it; async
+        callers (LlamaIndex retrievers, SubQuestionQueryEngine) get the sync query in a worker thread.
+        """
+
+        async def aquery(self, query: Any, **kwargs: Any) -> Any:
+            if self._aclient is None:
+                return await asyncio.to_thread(self.query, query, **kwargs)
+            return await super().aquery(query, **kwargs)
+
+    return LocalAwareQdrantVectorStore
+
+
 def open_vector_store(
     settings: Settings, *, must_exist: bool = True, clients: tuple[QdrantClient, AsyncQdrantClient | None] | None = None
 ) -> QdrantVectorStore:
-    from llama_index.vector_stores.qdrant import QdrantVectorStore
-
     client, aclient = clients or open_qdrant(settings)
     if must_exist:
         if not client.collection_exists(settings.collection):
@@ -182,7 +199,7 @@ def open_vector_store(
                 f"collection {settings.collection!r} does not exist at {settings.qdrant_location()}; "
                 f"ingest documents first: dagrag ingest PATH")
         check_collection_model(client, settings.collection, settings.embed_model)
-    return QdrantVectorStore(collection_name=settings.collection, client=client, aclient=aclient)
+    return _vector_store_class()(collection_name=settings.collection, client=client, aclient=aclient)
 
 
 def build_stack(

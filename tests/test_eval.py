@@ -139,3 +139,34 @@ def test_tiny_run_writes_consistent_outputs(tmp_path, sample_store_path):
     eval_script.main(["--data", str(SAMPLE), "--limit", "4", "--seed", "3", "--systems", "dag",
                       "--index-dir", str(tmp_path / "index"), "--out", str(out)])
     assert json.loads((out / "summary.json").read_text())["config"]["index_added"] == 0
+
+
+def _subq_reply(request: dict) -> str:
+    prompt = request["messages"][-1]["content"]
+    if "<User Question>" in prompt:  # SubQuestionQueryEngine's question generator
+        items = [{"sub_question": "What is Scott Derrickson's nationality?", "tool_name": "wikipedia"},
+                 {"sub_question": "What is Ed Wood's nationality?", "tool_name": "wikipedia"}]
+        return "```json\n" + json.dumps({"items": items}) + "\n```"
+    return "Both are American."
+
+
+def test_subq_runs_llamaindex_subquestion_engine_through_a_real_http_llm(tmp_path, monkeypatch):
+    from .openai_server import ScriptedOpenAIServer
+
+    data = tmp_path / "one.jsonl"
+    data.write_text(next(line for line in SAMPLE.read_text(encoding="utf-8").splitlines()
+                         if "Scott Derrickson" in line) + "\n", encoding="utf-8")
+    with ScriptedOpenAIServer() as server:
+        for agent in ("unknown", "planner", "writer", "verifier"):
+            server.script(agent, _subq_reply)
+        monkeypatch.setenv("DAGRAG_LLM", "openai-like:scripted")
+        monkeypatch.setenv("DAGRAG_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("DAGRAG_LLM_MAX_RETRIES", "0")
+        out = tmp_path / "out"
+        assert eval_script.main(["--data", str(data), "--systems", "subq", "--budget", "2",
+                                 "--index-dir", str(tmp_path / "index"), "--out", str(out)]) == 0
+    row = json.loads((out / "per_question.jsonl").read_text().splitlines()[0])
+    assert row["system"] == "subq" and row["answer"] == "Both are American."
+    # 1 question-generation call + 2 sub-answers + 1 final synthesis, each over HTTP.
+    assert row["metrics"]["llm_calls"] == 4 and len(server.requests) == 4
+    assert row["metrics"]["passages_per_question"] <= 4 and row["metrics"]["recall"] > 0

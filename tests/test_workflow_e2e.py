@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from dagrag import CollectionNotFoundError, InvalidQuestionError, QdrantUnavailableError, QueryResult, Settings
-from dagrag.work_flows.events import LayerStarted, PlanReady, SubqueryDone, VerificationDone
+from dagrag.work_flows.events import (
+    AnswerDrafted,
+    LayerSearched,
+    LayerStarted,
+    PlanReady,
+    SubqueryDone,
+    VerificationDone,
+)
 from dagrag.work_flows.query_workflow import QueryWorkflow
 
 from .conftest import record_for, sample_records
@@ -63,9 +70,12 @@ async def test_single_query_path_when_dag_is_off(make_workflow):
 async def test_progress_is_streamed_in_pipeline_order(make_workflow):
     handler = make_workflow().run(query=DERRICKSON)
     seen = [type(event).__name__ async for event in handler.stream_events()
-            if isinstance(event, (PlanReady, LayerStarted, SubqueryDone, VerificationDone))]
-    await handler
-    assert seen == ["PlanReady", "LayerStarted", "SubqueryDone", "SubqueryDone", "VerificationDone"]
+            if isinstance(event, (PlanReady, LayerStarted, SubqueryDone, LayerSearched, AnswerDrafted,
+                                  VerificationDone))]
+    result = await handler
+    assert seen == ["PlanReady", "LayerStarted", "SubqueryDone", "SubqueryDone", "LayerSearched", "AnswerDrafted",
+                    "VerificationDone"]
+    assert result.answer
 
 
 async def test_history_turns_a_follow_up_into_a_standalone_question(make_workflow):

@@ -5,6 +5,7 @@
                            schedule (no layer left) --> EvidenceGathered --write--> AnswerDrafted
                            --verify--> StopEvent(result=QueryResult)
 
+Streamed for progress: PlanReady, LayerStarted, SubqueryDone, LayerSearched, AnswerDrafted, VerificationDone.
 Every layer's subqueries are searched as one batch and reranked as one batch; per-run state travels
 in the events (`QueryRun`), so one workflow instance serves many concurrent runs.
 """
@@ -166,14 +167,18 @@ class QueryWorkflow(Workflow):
             ctx.write_event_to_stream(SubqueryDone(
                 subquery_id=sq.id, status=report.status, best_score=report.best_score,
                 best_title=str(best[0].node.metadata.get("title", "")) if best else None))
-        return LayerSearched(run=run, layer_index=ev.layer_index)
+        searched_event = LayerSearched(run=run, layer_index=ev.layer_index)
+        ctx.write_event_to_stream(searched_event)
+        return searched_event
 
     @step
-    async def write(self, ev: EvidenceGathered) -> AnswerDrafted:
+    async def write(self, ctx: Context, ev: EvidenceGathered) -> AnswerDrafted:
         started = time.perf_counter()
         answer = await self.writer.awrite(ev.run.plan.query, ev.run.plan, ev.sources, ev.run.ledger)
         ev.run.add_time("write_s", time.perf_counter() - started)
-        return AnswerDrafted(run=ev.run, sources=ev.sources, answer=answer)
+        drafted = AnswerDrafted(run=ev.run, sources=ev.sources, answer=answer)
+        ctx.write_event_to_stream(drafted)
+        return drafted
 
     @step
     async def verify(self, ctx: Context, ev: AnswerDrafted) -> StopEvent:
