@@ -28,6 +28,15 @@ def split_spec(spec: str) -> tuple[str, str]:
     return kind.strip().lower(), name.strip()
 
 
+def _check_model_spec(setting: str, value: str, kinds: tuple[str, ...], bundled: tuple[str, str]) -> str:
+    kind, name = split_spec(value)
+    if kind not in kinds or not name:
+        raise ValueError(f"{ENV_PREFIX}{setting}={value!r}: expected <kind>:<model> with kind in {', '.join(kinds)}")
+    if kind == bundled[0] and name != bundled[1]:
+        raise ValueError(f"{ENV_PREFIX}{setting}={value!r}: the bundled model is {bundled[0]}:{bundled[1]}")
+    return value
+
+
 class Settings(BaseSettings):
     """dagrag configuration. Field `foo` is read from `DAGRAG_FOO`."""
 
@@ -110,26 +119,12 @@ class Settings(BaseSettings):
     @field_validator("embed_model")
     @classmethod
     def _check_embed_model(cls, value: str) -> str:
-        kind, name = split_spec(value)
-        if kind not in EMBED_KINDS or not name:
-            raise ValueError(
-                f"DAGRAG_EMBED_MODEL={value!r}: expected <kind>:<model> with kind in {', '.join(EMBED_KINDS)}"
-            )
-        if kind == "local" and name != BUNDLED_EMBED_MODEL:
-            raise ValueError(f"DAGRAG_EMBED_MODEL={value!r}: the bundled model is local:{BUNDLED_EMBED_MODEL}")
-        return value
+        return _check_model_spec("EMBED_MODEL", value, EMBED_KINDS, ("local", BUNDLED_EMBED_MODEL))
 
     @field_validator("reranker")
     @classmethod
     def _check_reranker(cls, value: str) -> str:
-        kind, name = split_spec(value)
-        if kind not in RERANKER_KINDS or not name:
-            raise ValueError(
-                f"DAGRAG_RERANKER={value!r}: expected <kind>:<model> with kind in {', '.join(RERANKER_KINDS)}"
-            )
-        if kind == "onnx" and name != BUNDLED_RERANKER:
-            raise ValueError(f"DAGRAG_RERANKER={value!r}: the bundled ONNX model is onnx:{BUNDLED_RERANKER}")
-        return value
+        return _check_model_spec("RERANKER", value, RERANKER_KINDS, ("onnx", BUNDLED_RERANKER))
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Settings:
