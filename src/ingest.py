@@ -19,6 +19,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import MetadataMode, TextNode
+from llama_index.vector_stores.qdrant.base import DEFAULT_DENSE_VECTOR_NAME
 from qdrant_client import QdrantClient
 
 from .config import Settings
@@ -142,16 +143,17 @@ def ingest_nodes(
     started = time.perf_counter()
     clients = clients or open_qdrant(settings)
     client = clients[0]
-    if client.collection_exists(settings.collection):
+    exists = client.collection_exists(settings.collection)
+    if exists:
         check_collection_model(client, settings.collection, settings.embed_model)
         present = existing_ids(client, settings.collection, [n.node_id for n in nodes])
     else:
         present = set()
     todo = [n for n in nodes if n.node_id not in present]
-    if todo and not client.collection_exists(settings.collection):
+    if todo and not exists:
         dim = len(embed_model.get_text_embedding("dimension probe"))
         create_collection(client, settings.collection, dim=dim, embed_spec=settings.embed_model,
-                          vector_name=_dense_vector_name())
+                          vector_name=DEFAULT_DENSE_VECTOR_NAME)
     if todo:
         store = open_vector_store(settings, clients=clients)
         batch_size = settings.embed_batch_size
@@ -167,8 +169,3 @@ def ingest_nodes(
     return IngestReport(collection=settings.collection, documents=len(nodes), added=len(todo),
                         already_present=len(present), seconds=time.perf_counter() - started)
 
-
-def _dense_vector_name() -> str:
-    from llama_index.vector_stores.qdrant.base import DEFAULT_DENSE_VECTOR_NAME
-
-    return DEFAULT_DENSE_VECTOR_NAME

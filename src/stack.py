@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client.http import models as rest
 
@@ -30,7 +31,6 @@ from .errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM
-    from llama_index.vector_stores.qdrant import QdrantVectorStore
 
 EMBED_MODEL_KEY = "dagrag_embed_model"
 EMBED_DIM_KEY = "dagrag_embed_dim"
@@ -171,22 +171,17 @@ def create_collection(client: QdrantClient, collection: str, *, dim: int, embed_
     )
 
 
-def _vector_store_class() -> type:
-    from llama_index.vector_stores.qdrant import QdrantVectorStore
+class LocalAwareQdrantVectorStore(QdrantVectorStore):
+    """QdrantVectorStore whose async query also works on an embedded (sync-only) client.
 
-    class LocalAwareQdrantVectorStore(QdrantVectorStore):
-        """QdrantVectorStore whose async query also works on an embedded (sync-only) client.
+    The embedded client cannot be opened twice, so there is no AsyncQdrantClient for it; async
+    callers (LlamaIndex retrievers, SubQuestionQueryEngine) get the sync query in a worker thread.
+    """
 
-        The embedded client cannot be opened twice, so there is no AsyncQdrantClient for it; async
-        callers (LlamaIndex retrievers, SubQuestionQueryEngine) get the sync query in a worker thread.
-        """
-
-        async def aquery(self, query: Any, **kwargs: Any) -> Any:
-            if self._aclient is None:
-                return await asyncio.to_thread(self.query, query, **kwargs)
-            return await super().aquery(query, **kwargs)
-
-    return LocalAwareQdrantVectorStore
+    async def aquery(self, query: Any, **kwargs: Any) -> Any:
+        if self._aclient is None:
+            return await asyncio.to_thread(self.query, query, **kwargs)
+        return await super().aquery(query, **kwargs)
 
 
 def open_vector_store(
@@ -199,7 +194,7 @@ def open_vector_store(
                 f"collection {settings.collection!r} does not exist at {settings.qdrant_location()}; "
                 f"ingest documents first: dagrag ingest PATH")
         check_collection_model(client, settings.collection, settings.embed_model)
-    return _vector_store_class()(collection_name=settings.collection, client=client, aclient=aclient)
+    return LocalAwareQdrantVectorStore(collection_name=settings.collection, client=client, aclient=aclient)
 
 
 def build_stack(

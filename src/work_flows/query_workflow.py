@@ -143,8 +143,7 @@ class QueryWorkflow(Workflow):
         next_layer = ev.layer_index + 1 if isinstance(ev, LayerSearched) else 0
         if ev.run.plan.requires_retrieval and next_layer < len(ev.run.plan.layers):
             return LayerQueued(run=ev.run, layer_index=next_layer)
-        per_subquery = self.settings.attribution_top_n if ev.run.path == "dag" else self.settings.context_budget
-        sources = select_sources(ev.run.plan, ev.run.ranked, per_subquery=per_subquery,
+        sources = select_sources(ev.run.plan, ev.run.ranked, per_subquery=self._kept_per_subquery(ev.run),
                                  budget=self.settings.context_budget)
         return EvidenceGathered(run=ev.run, sources=sources)
 
@@ -199,6 +198,10 @@ class QueryWorkflow(Workflow):
         return [by_id[i].model_copy(update={"text": resolve_references(by_id[i].text, found)})
                 for i in run.plan.layers[layer_index]]
 
+    def _kept_per_subquery(self, run: QueryRun) -> int:
+        """Attribution keeps the top N per subquery; the single-query path keeps the whole budget."""
+        return self.settings.attribution_top_n if run.path == "dag" else self.settings.context_budget
+
     def _request(self, run: QueryRun, sq: SubQuery) -> SearchRequest:
         return SearchRequest(
             text=sq.text, top_k=sq.hints.top_k or self.settings.subquery_topk_base,
@@ -243,7 +246,7 @@ class QueryWorkflow(Workflow):
         ranked = run.ranked.get(sq.id, [])
         best = float(ranked[0].score or 0.0) if ranked else None
         covered = best is not None and best >= self.settings.coverage_min_score
-        keep = self.settings.attribution_top_n if run.path == "dag" else self.settings.context_budget
+        keep = self._kept_per_subquery(run)
         return SubqueryReport(
             id=sq.id, text=sq.text, layer=layer, status="covered" if covered else "uncovered",
             best_score=round(best, 6) if best is not None else None, candidates=len(ranked),
