@@ -111,6 +111,10 @@ class QueryPlannerAgent:
         ledger.degrade("planner", "; ".join(notes) or "no usable plan", "rule-based planner")
         return self._offline(question, history, PlanOrigin.FALLBACK, notes)
 
+    def fallback_plan(self, question: str, history: list[str] | None, reason: str) -> ExecutedPlan:
+        """The rule planner's plan, for when the planner could not finish (e.g. the query deadline)."""
+        return self._offline(question, history or [], PlanOrigin.FALLBACK, [reason])
+
     def _offline(self, question: str, history: list[str], origin: PlanOrigin, notes: list[str]) -> ExecutedPlan:
         notes = list(notes)
         standalone = question

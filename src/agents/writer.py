@@ -75,10 +75,12 @@ class WriterAgent:
         self.max_sentences = max_sentences
         self.llm_timeout_s = llm_timeout_s
 
-    async def awrite(self, question: str, plan: ExecutedPlan, sources: list[Source], ledger: RunLedger) -> str:
+    async def awrite(
+        self, question: str, plan: ExecutedPlan, sources: list[Source], ledger: RunLedger, *, use_llm: bool = True
+    ) -> str:
         if not sources:
             return NO_EVIDENCE_ANSWER
-        if self.llm is not None:
+        if self.llm is not None and use_llm:
             try:
                 return await chat(
                     self.llm,
@@ -93,6 +95,15 @@ class WriterAgent:
             except Exception as error:
                 ledger.degrade("writer", describe_error(error), "extractive writer")
         return await self._extractive(question, plan, sources)
+
+    @staticmethod
+    def lead_sentences(sources: list[Source], max_sentences: int) -> str:
+        """No model at all: each source's first sentence, cited. For when time has run out."""
+        if not sources:
+            return NO_EVIDENCE_ANSWER
+        cited = [f"{sentences[0]} [{n}]" for n, source in enumerate(sources, start=1)
+                 if (sentences := split_sentences(source.text))]
+        return " ".join(cited[:max_sentences]) or NO_EVIDENCE_ANSWER
 
     async def _extractive(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> str:
         candidates = [

@@ -26,9 +26,21 @@ class QueryRun(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     reports: dict[str, SubqueryReport] = Field(default_factory=dict)
     ranked: dict[str, list[NodeWithScore]] = Field(default_factory=dict, description="Reranked, best first.")
+    deadline: float = float("inf")
+    partial_reason: str | None = None
 
     def add_time(self, stage: str, seconds: float) -> None:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
+
+    def time_left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def out_of_time(self, stage: str) -> bool:
+        """True once the deadline has passed; the first stage to notice records why the result is partial."""
+        if self.time_left() > 0:
+            return False
+        self.partial_reason = self.partial_reason or f"query deadline passed during {stage}"
+        return True
 
 
 class QueryStarted(StartEvent):

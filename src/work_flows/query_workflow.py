@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 from workflows import Context, Workflow, step
@@ -41,7 +42,7 @@ from .events import (
 from .evidence import confidence, select_sources
 from .inputs import check_history, check_question
 from .plan import SubQuery, resolve_references
-from .result import LLMUsage, QueryResult, RunLedger, SubqueryReport
+from .result import LLMUsage, QueryResult, RunLedger, SubqueryReport, Verification
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -49,6 +50,28 @@ if TYPE_CHECKING:
     from llama_index.vector_stores.qdrant import QdrantVectorStore
 
     from ..agents.reranker import PairScorer
+
+
+T = TypeVar("T")
+
+# The workflow's own timeout is only a backstop: the run deadline (QUERY_TIMEOUT_S) ends a query with a
+# partial result first, and what is left to do after it (no-model answer) is quick.
+BACKSTOP_GRACE_S = 30.0
+
+
+async def before_deadline(deadline: float, work: Awaitable[T]) -> T | None:
+    """`work`'s result, or None if the deadline passes first (its own timeouts still raise)."""
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        if asyncio.iscoroutine(work):
+            work.close()
+        return None
+    try:
+        return await asyncio.wait_for(work, timeout=left)
+    except TimeoutError:
+        if deadline - time.perf_counter() > 0:
+            raise
+        return None
 
 
 def passage_text(hit: NodeWithScore) -> str:
@@ -68,7 +91,7 @@ class QueryWorkflow(Workflow):
         settings: Settings,
         **workflow_kwargs: Any,
     ) -> None:
-        workflow_kwargs.setdefault("timeout", settings.query_timeout_s)
+        workflow_kwargs.setdefault("timeout", settings.query_timeout_s + BACKSTOP_GRACE_S)
         super().__init__(**workflow_kwargs)
         self.planner = planner
         self.searcher = searcher
@@ -128,10 +151,15 @@ class QueryWorkflow(Workflow):
     @step
     async def plan(self, ctx: Context, ev: QueryStarted) -> PlanReady:
         started = time.perf_counter()
+        deadline = started + self.settings.query_timeout_s
         question = check_question(ev.query, self.settings.max_question_chars)
         ledger = RunLedger()
-        plan = await self.planner.aplan(question, ev.history, ledger, given=ev.plan)
-        run = QueryRun(question=question, plan=plan, ledger=ledger, started_at=started)
+        plan = await before_deadline(deadline, self.planner.aplan(question, ev.history, ledger, given=ev.plan))
+        if plan is None:
+            ledger.degrade("planner", "query deadline passed", "rule-based planner")
+            plan = self.planner.fallback_plan(question, ev.history, "the query deadline passed while planning")
+        run = QueryRun(question=question, plan=plan, ledger=ledger, started_at=started, deadline=deadline)
+        run.out_of_time("planning")
         run.path = "dag" if self.settings.planner_enable_dag and len(run.plan.subqueries) > 1 else "single"
         run.add_time("plan_s", time.perf_counter() - started)
         ready = PlanReady(run=run)
@@ -153,7 +181,11 @@ class QueryWorkflow(Workflow):
         subqueries = self._resolved_layer(run, ev.layer_index)
         ctx.write_event_to_stream(LayerStarted(layer_index=ev.layer_index, subquery_ids=[s.id for s in subqueries]))
         started = time.perf_counter()
-        hits = await self._search(run, subqueries)
+        hits = None if run.out_of_time(f"layer {ev.layer_index}") else await before_deadline(
+            run.deadline, self._search(run, subqueries))
+        if hits is None:
+            run.out_of_time(f"the search of layer {ev.layer_index}")
+            hits = {}
         searched = time.perf_counter()
         run.add_time("search_s", searched - started)
         await self._rerank(run, subqueries, hits)
@@ -173,7 +205,12 @@ class QueryWorkflow(Workflow):
     @step
     async def write(self, ctx: Context, ev: EvidenceGathered) -> AnswerDrafted:
         started = time.perf_counter()
-        answer = await self.writer.awrite(ev.run.plan.query, ev.run.plan, ev.sources, ev.run.ledger)
+        run = ev.run
+        answer = None if run.out_of_time("writing") else await before_deadline(
+            run.deadline, self.writer.awrite(run.plan.query, run.plan, ev.sources, run.ledger))
+        if answer is None:
+            run.out_of_time("writing")
+            answer = self.writer.lead_sentences(ev.sources, self.settings.writer_max_sentences)
         ev.run.add_time("write_s", time.perf_counter() - started)
         drafted = AnswerDrafted(run=ev.run, sources=ev.sources, answer=answer)
         ctx.write_event_to_stream(drafted)
@@ -183,7 +220,11 @@ class QueryWorkflow(Workflow):
     async def verify(self, ctx: Context, ev: AnswerDrafted) -> StopEvent:
         run = ev.run
         started = time.perf_counter()
-        verification = await self.verifier.averify(ev.answer, ev.sources, run.ledger)
+        verification = None if run.out_of_time("verification") else await before_deadline(
+            run.deadline, self.verifier.averify(ev.answer, ev.sources, run.ledger))
+        if verification is None:
+            run.out_of_time("verification")
+            verification = Verification(method="skipped: query deadline passed")
         run.add_time("verify_s", time.perf_counter() - started)
         ctx.write_event_to_stream(VerificationDone(verification=verification))
         run.add_time("total_s", time.perf_counter() - run.started_at)
@@ -226,11 +267,17 @@ class QueryWorkflow(Workflow):
             (sq.id, hit) for sq in subqueries if isinstance(hits.get(sq.id), SearchHits)
             for hit in hits[sq.id].candidates]
         text_of = {sq.id: sq.text for sq in subqueries}
+        dense = [float(hit.score or 0.0) for _, hit in owners]
         try:
-            scores = await self.reranker.ascore([(text_of[sq_id], passage_text(hit)) for sq_id, hit in owners])
+            scores = await before_deadline(run.deadline, self.reranker.ascore(
+                [(text_of[sq_id], passage_text(hit)) for sq_id, hit in owners]))
         except Exception as error:
             run.ledger.degrade("reranker", f"{type(error).__name__}: {error}", "dense order kept")
-            scores = [float(hit.score or 0.0) for _, hit in owners]
+            scores = dense
+        if scores is None:
+            run.out_of_time("reranking")
+            run.ledger.degrade("reranker", "query deadline passed", "dense order kept")
+            scores = dense
         for sq in subqueries:
             if isinstance(hits.get(sq.id), SearchHits):
                 run.ranked[sq.id] = []
@@ -240,6 +287,9 @@ class QueryWorkflow(Workflow):
             ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
 
     def _report(self, run: QueryRun, sq: SubQuery, layer: int, hits: SearchHits | Exception | None) -> SubqueryReport:
+        if hits is None:
+            return SubqueryReport(id=sq.id, text=sq.text, layer=layer, status="skipped",
+                                  error=run.partial_reason or "not searched")
         if not isinstance(hits, SearchHits):
             return SubqueryReport(id=sq.id, text=sq.text, layer=layer, status="failed",
                                   error=f"{type(hits).__name__}: {hits}"[:500])
@@ -263,6 +313,7 @@ class QueryWorkflow(Workflow):
             question=run.question, answer=answer, sources=sources, plan=run.plan, subqueries=reports,
             retrieval_confidence=label, retrieval_confidence_features=features, verification=verification,
             timings=run.timings, degradations=run.ledger.degradations, path=run.path,  # type: ignore[arg-type]
+            partial=run.partial_reason is not None, partial_reason=run.partial_reason,
             llm_calls=LLMUsage(count=len(calls), prompt_tokens=sum(prompt) if prompt else None,
                                completion_tokens=sum(completion) if completion else None, calls=calls),
         )

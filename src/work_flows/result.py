@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from .plan import ExecutedPlan
 
 Confidence = Literal["high", "mid", "low"]
-SubqueryStatus = Literal["covered", "uncovered", "failed"]
+SubqueryStatus = Literal["covered", "uncovered", "failed", "skipped"]
 
 
 class LLMCallRecord(BaseModel):
@@ -100,3 +100,5 @@ class QueryResult(BaseModel):
     llm_calls: LLMUsage = Field(default_factory=LLMUsage)
     degradations: list[Degradation] = Field(default_factory=list)
     path: Literal["dag", "single"] = "dag"
+    partial: bool = Field(False, description="The query deadline passed: this is what was found by then.")
+    partial_reason: str | None = None
