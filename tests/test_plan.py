@@ -163,7 +163,7 @@ def test_parse_extracts_the_plan_from_bare_fenced_and_prose_replies(reply):
         ("", "empty"),
         ("no json here", "no JSON object"),
         ("[1, 2, 3]", "no JSON object"),
-        ('{"query": 5, "subqueries": []}', "query"),
+        ('{"subqueries": [42]}', "subqueries.0"),
         ('{"subqueries": [{"id": "s1"}]}', "subqueries.0.text"),
         ('{"subqueries": [{"id": "s1", "text": "x", "parents": {"a": 1}}]}', "parents"),
         ('{"subqueries": "s1"}', "subqueries"),
@@ -181,6 +181,33 @@ def test_parse_coerces_common_shapes():
     assert (sq.id, sq.text, sq.parents) == ("1", "Ed Wood", ["s0"])
     assert (sq.hints.must_include, sq.hints.top_k) == (["Ed Wood"], 7)
     assert plan.query == QUESTION
+
+
+@pytest.mark.parametrize("query", [None, 5, "", "   ", ["a"]])
+def test_a_missing_or_non_text_query_is_the_question(query):
+    plan = parse_plan(json.dumps({"query": query, "subqueries": [{"text": "Ed Wood", "hints": "x"}]}), QUESTION)
+    assert plan.query == QUESTION
+    assert plan.subqueries[0].id == "s1" and plan.subqueries[0].hints.must_include == []
+
+
+@pytest.mark.parametrize(("value", "requires_retrieval"), [
+    (True, True), (False, False), ("no", False), (0, False), ("maybe", True), (None, True), ([], True), (2, True)])
+def test_only_a_clear_no_skips_retrieval(value, requires_retrieval):
+    reply = json.dumps({"requires_retrieval": value, "hyde_document": ["x"], "subqueries": ["Ed Wood"]})
+    plan = parse_plan(reply, QUESTION)
+    assert plan.requires_retrieval is requires_retrieval and plan.hyde_document is None
+
+
+@pytest.mark.parametrize(("top_k", "expected"), [(0, 1), (10_000, 200), ("7", 7), (3.9, 3), ("lots", None),
+                                                 (True, None), ([5], None), (1e400, None)])
+def test_top_k_hint_is_clamped_or_ignored(top_k, expected):
+    reply = json.dumps({"subqueries": [{"id": "s1", "text": "Ed Wood", "hints": {"top_k": top_k}}]})
+    assert parse_plan(reply, QUESTION).subqueries[0].hints.top_k == expected
+
+
+def test_an_integer_over_pythons_digit_limit_is_not_json():
+    with pytest.raises(PlanParseError, match="no JSON object"):
+        extract_json_object('{"top_k": ' + "9" * 5000 + "}")
 
 
 def test_extract_json_prefers_fenced_block_and_survives_nesting():

@@ -7,6 +7,7 @@ is safe to fix (and says what it did); `layer_plan` orders the DAG into layers t
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from enum import Enum
@@ -19,6 +20,10 @@ from ..text import content_words
 
 MAX_SUBQUERY_CHARS = 1000
 MAX_HINT_TERMS = 16
+MAX_TOP_K = 200
+MAX_REPLY_CHARS = 200_000  # a longer LLM reply is refused unread
+MAX_OBJECT_STARTS = 256  # `{` positions tried per candidate when looking for the JSON object
+MAX_NOTES = 20  # repair notes kept; the rest are summarised
 PARENT_REFERENCE = re.compile(r"\{(s\w*)\}")
 
 
@@ -36,7 +41,19 @@ class Hints(BaseModel):
     must_include: list[str] = Field(default_factory=list)
     synonyms: list[str] = Field(default_factory=list)
     sections: list[str] = Field(default_factory=list)
-    top_k: int | None = Field(None, ge=1, le=200)
+    top_k: int | None = Field(None, ge=1, le=MAX_TOP_K)
+
+    @field_validator("top_k", mode="before")
+    @classmethod
+    def _top_k(cls, value: Any) -> int | None:
+        # A hint, not a rule: a number out of range is clamped, anything that is not a number ignored.
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return None
+        try:
+            number = int(float(value))
+        except (ValueError, OverflowError):
+            return None
+        return min(max(number, 1), MAX_TOP_K)
 
     @field_validator("must_include", "synonyms", "sections", mode="before")
     @classmethod
@@ -85,7 +102,7 @@ class SubQuery(BaseModel):
     @field_validator("hints", mode="before")
     @classmethod
     def _hints(cls, value: Any) -> Any:
-        return {} if value is None else value
+        return value if isinstance(value, (dict, Hints)) else {}  # hints are optional: a malformed one is dropped
 
 
 class Plan(BaseModel):
@@ -106,11 +123,16 @@ class Plan(BaseModel):
     @field_validator("hyde_document", mode="before")
     @classmethod
     def _hyde(cls, value: Any) -> str | None:
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return None
-        if not isinstance(value, str):
-            raise ValueError("hyde_document must be a string or null")
-        return value.strip()
+        # An optional aid to the search: anything but text is dropped rather than sinking the plan.
+        return value.strip() or None if isinstance(value, str) else None
+
+    @field_validator("requires_retrieval", mode="before")
+    @classmethod
+    def _requires_retrieval(cls, value: Any) -> bool:
+        # Only a clear "no" skips retrieval; anything unreadable means the safe default, retrieve.
+        if isinstance(value, str):
+            return value.strip().lower() not in ("false", "no", "0")
+        return value is not False and value != 0 if isinstance(value, (bool, int)) else True
 
 
 class PlanIssue(BaseModel):
@@ -136,17 +158,24 @@ class PlanParseError(ValueError):
 # --- parse ------------------------------------------------------------------------------------------
 
 def extract_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in `text`: bare, inside ```json fences, or wrapped in prose."""
+    """The first JSON object in `text`: bare, inside ```json fences, or wrapped in prose.
+
+    Raises PlanParseError (and nothing else) when there is none. The work is bounded: replies over
+    MAX_REPLY_CHARS are refused, and at most MAX_OBJECT_STARTS `{` per candidate are tried.
+    """
     if not isinstance(text, str) or not text.strip():
         raise PlanParseError("the reply is empty")
+    if len(text) > MAX_REPLY_CHARS:
+        raise PlanParseError(f"the reply is {len(text)} characters long, over the {MAX_REPLY_CHARS} read")
     candidates = [m.group(1) for m in re.finditer(r"```(?:json|JSON)?\s*(.*?)```", text, re.DOTALL)]
     candidates.append(text)
     decoder = json.JSONDecoder()
     for candidate in candidates:
-        for start in (i for i, ch in enumerate(candidate) if ch == "{"):
+        starts = (i for i, ch in enumerate(candidate) if ch == "{")
+        for _, start in zip(range(MAX_OBJECT_STARTS), starts):
             try:
                 value, _ = decoder.raw_decode(candidate, start)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # JSONDecodeError, or e.g. an integer over Python's digit limit
                 continue
             if isinstance(value, dict):
                 return value
@@ -156,12 +185,15 @@ def extract_json_object(text: str) -> dict[str, Any]:
 def parse_plan(text: str, question: str) -> Plan:
     """Parse an LLM reply into a Plan; raises PlanParseError naming what is wrong."""
     data = extract_json_object(text)
-    data.setdefault("query", question)
+    if not isinstance(data.get("query"), str) or not data["query"].strip():
+        data["query"] = question
     subqueries = data.get("subqueries")
     if isinstance(subqueries, list):
-        # A bare list of strings is a common shorthand: number it s1..sn.
+        # Common shorthands: a bare list of strings, or objects without ids. Number them s1..sn.
         data["subqueries"] = [
-            {"id": f"s{i}", "text": item} if isinstance(item, str) else item
+            {"id": f"s{i}", "text": item} if isinstance(item, str)
+            else {**item, "id": f"s{i}"} if isinstance(item, dict) and item.get("id") is None
+            else item
             for i, item in enumerate(subqueries, start=1)
         ]
     try:
@@ -174,6 +206,11 @@ def parse_plan(text: str, question: str) -> Plan:
 
 
 # --- validate ---------------------------------------------------------------------------------------
+
+def _query_limit(question: str) -> int:
+    """Longest acceptable standalone rewrite of the question."""
+    return max(MAX_SUBQUERY_CHARS, 2 * len(question))
+
 
 def _is_grounded(subquery_text: str, question_words: set[str]) -> bool:
     if not question_words:  # "Who is he?" has no content word to share
@@ -190,7 +227,11 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
         issues.append(
             PlanIssue(code="too_many", message=f"{len(plan.subqueries)} subqueries, at most {subquery_max}")
         )
+    if len(plan.query) > _query_limit(question):
+        issues.append(PlanIssue(code="query_too_long",
+                                message=f"the query is {len(plan.query)} characters, at most {_query_limit(question)}"))
     question_words = set(content_words(question)) | set(content_words(plan.query))
+    all_ids = {sq.id for sq in plan.subqueries}
     seen: set[str] = set()
     for sq in plan.subqueries:
         if sq.id in seen:
@@ -211,8 +252,7 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
             if parent == sq.id:
                 issues.append(PlanIssue(code="self_parent", message=f"{sq.id} is its own parent", subquery_id=sq.id))
             elif parent not in seen:
-                known = any(other.id == parent for other in plan.subqueries)
-                code, where = ("forward_parent", "later") if known else ("unknown_parent", "unknown")
+                code, where = ("forward_parent", "later") if parent in all_ids else ("unknown_parent", "unknown")
                 issues.append(
                     PlanIssue(code=code, message=f"{sq.id} names {where} parent {parent!r}", subquery_id=sq.id)
                 )
@@ -239,13 +279,18 @@ def _has_cycle(plan: Plan) -> bool:
 # --- repair -----------------------------------------------------------------------------------------
 
 def repair_plan(plan: Plan, *, question: str, subquery_max: int) -> tuple[Plan, list[str]]:
-    """Fix what is safe to fix; returns the new plan and a note per repair.
+    """Fix what is safe to fix; returns the new plan and a note per repair. Never raises.
 
     Safe means no subquery's meaning changes: bad subqueries are dropped, bad links are cut, ids are
-    renamed. Whether the result is usable is for `validate_plan` to say.
+    renamed (to ids the plan does not use, so no link changes target). Whether the result is usable is
+    for `validate_plan` to say.
     """
     notes: list[str] = []
-    question_words = set(content_words(question)) | set(content_words(plan.query))
+    query = plan.query
+    if len(query) > _query_limit(question):
+        notes.append(f"replaced the {len(query)}-character query with the question")
+        query = question
+    question_words = set(content_words(question)) | set(content_words(query))
 
     kept: list[SubQuery] = []
     for sq in plan.subqueries:
@@ -258,48 +303,57 @@ def repair_plan(plan: Plan, *, question: str, subquery_max: int) -> tuple[Plan, 
         else:
             kept.append(sq.model_copy(deep=True))
 
-    taken: set[str] = set()
-    for index, sq in enumerate(kept, start=1):
-        if sq.id in taken:
-            new_id = next(f"s{n}" for n in range(index, index + len(kept) + len(taken) + 2) if f"s{n}" not in taken)
-            notes.append(f"renamed duplicate id {sq.id} to {new_id}")
-            sq.id = new_id
-        taken.add(sq.id)
-
     if len(kept) > subquery_max:
         notes.append(f"kept the first {subquery_max} of {len(kept)} subqueries")
         kept = kept[:subquery_max]
+
+    used = {sq.id for sq in kept}
+    taken: set[str] = set()
+    fresh = (f"s{n}" for n in itertools.count(1))
+    for sq in kept:
+        if sq.id in taken:
+            new_id = next(i for i in fresh if i not in used)
+            used.add(new_id)
+            notes.append(f"renamed duplicate id {sq.id} to {new_id}")
+            sq.id = new_id
+        taken.add(sq.id)
 
     ids = [sq.id for sq in kept]
     position = {sq_id: i for i, sq_id in enumerate(ids)}
     for i, sq in enumerate(kept):
         parents: list[str] = []
+        unknown: list[str] = []
         for parent in sq.parents:
             if parent == sq.id:
-                notes.append(f"removed self-parent of {sq.id}")
+                if f"removed self-parent of {sq.id}" not in notes:
+                    notes.append(f"removed self-parent of {sq.id}")
             elif parent not in position:
-                notes.append(f"removed unknown parent {parent!r} of {sq.id}")
-            elif parent in parents:
-                continue
-            else:
+                unknown.append(parent)
+            elif parent not in parents:
                 parents.append(parent)
+        if unknown:
+            more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+            shown = ", ".join(repr(p) for p in unknown[:3]) + more
+            notes.append(f"removed unknown parent{'s' if len(unknown) > 1 else ''} {shown} of {sq.id}")
         sq.parents = parents
         # Every edge that points backwards in list order is kept, so what remains is acyclic.
         forward = [p for p in sq.parents if position[p] > i]
         if forward:
-            candidate = Plan(query=plan.query, subqueries=kept)
+            candidate = Plan(query=query, subqueries=kept)
             if _has_cycle(candidate):
                 sq.parents = [p for p in sq.parents if position[p] < i]
                 notes.append(f"cut parent link(s) {', '.join(forward)} -> {sq.id} to break a cycle")
 
     if any(position[p] > i for i, sq in enumerate(kept) for p in sq.parents):
-        kept = [kept[ids.index(node)] for node in nx.lexicographical_topological_sort(
-            _graph(Plan(query=plan.query, subqueries=kept)), key=lambda node: position[node])]
+        kept = [kept[position[node]] for node in nx.lexicographical_topological_sort(
+            _graph(Plan(query=query, subqueries=kept)), key=lambda node: position[node])]
         notes.append("reordered subqueries so parents come first")
 
     if plan.requires_retrieval and not kept and plan.subqueries:
         notes.append("no usable subquery left")
-    return plan.model_copy(update={"subqueries": kept}), notes
+    if len(notes) > MAX_NOTES:
+        notes = [*notes[: MAX_NOTES - 1], f"and {len(notes) - MAX_NOTES + 1} more repairs"]
+    return plan.model_copy(update={"query": query, "subqueries": kept}), notes
 
 
 # --- layer ------------------------------------------------------------------------------------------
