@@ -53,8 +53,12 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(
         None, description="API key for the LLM; OPENAI_API_KEY is used when unset."
     )
-    llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM HTTP call.")
-    llm_max_retries: int = Field(2, ge=0, le=10, description="Client retries of one LLM call.")
+    llm_timeout_s: float = Field(60.0, gt=0, description="Timeout of one attempt at an LLM call.")
+    llm_max_retries: int = Field(
+        2, ge=0, le=10, description="Retries of a failed LLM call (timeouts, 429, 5xx, bad bodies) before the "
+        "offline twin takes over.")
+    llm_retry_backoff_s: float = Field(
+        0.5, ge=0, le=10, description="First pause before a retry; doubles each retry, at least the Retry-After.")
     llm_json_mode: bool = Field(True, description="Ask the LLM for JSON output (response_format).")
     llm_temperature: float = Field(0.0, ge=0, le=2)
 

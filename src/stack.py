@@ -18,6 +18,7 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client.http import models as rest
 
+from .agents.llm_calls import RetryPolicy, attach_retry_policy
 from .agents.reranker import (
     OnnxCrossEncoder,
     PairScorer,
@@ -51,19 +52,23 @@ def build_llm(settings: Settings) -> LLM | None:
     if kind == "none":
         return None
     api_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-    common: dict[str, Any] = {"model": model, "timeout": settings.llm_timeout_s,
-                              "max_retries": settings.llm_max_retries, "temperature": settings.llm_temperature}
+    # The client's own retries are off (max_retries=0 also turns off llama-index's retry decorator):
+    # agents.llm_calls retries by LLM_MAX_RETRIES, so attempts are not multiplied and each one is recorded.
+    common: dict[str, Any] = {"model": model, "timeout": settings.llm_timeout_s, "max_retries": 0,
+                              "temperature": settings.llm_temperature}
+    policy = RetryPolicy(max_retries=settings.llm_max_retries, backoff_s=settings.llm_retry_backoff_s)
     if kind == "openai":
         from llama_index.llms.openai import OpenAI
 
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if not api_key:
             raise ValueError("DAGRAG_LLM=openai:… needs OPENAI_API_KEY (or DAGRAG_LLM_API_KEY)")
-        return OpenAI(api_key=api_key, **common)
+        return attach_retry_policy(OpenAI(api_key=api_key, **common), policy)
     from llama_index.llms.openai_like import OpenAILike
 
-    return OpenAILike(api_base=settings.llm_base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY", "none"),
-                      is_chat_model=True, context_window=32768, **common)
+    return attach_retry_policy(OpenAILike(
+        api_base=settings.llm_base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY", "none"),
+        is_chat_model=True, context_window=32768, **common), policy)
 
 
 @lru_cache(maxsize=4)

@@ -1,7 +1,9 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 that replies with scripted completions.
 
 The real `openai` client (through llama-index's OpenAILike) talks to it over HTTP, so request
-building, response parsing, JSON mode and usage accounting all run for real.
+building, response parsing, JSON mode and usage accounting all run for real. A scripted reply can
+also be a `Fault`: a reply that comes too late, 429 with Retry-After, a 5xx, an empty or truncated
+body, a body that is not JSON, or a connection closed half-way through the body.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 AGENT_MARKERS = {
     "planner": "You plan searches",
@@ -20,7 +23,35 @@ AGENT_MARKERS = {
     "verifier": "You check an answer against its sources",
 }
 
-Reply = str | Callable[[dict[str, Any]], str] | tuple[int, str]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A reply that goes wrong on the wire."""
+
+    kind: Literal["slow", "status", "empty", "truncated", "not_json", "close_mid_body"]
+    status: int = 500
+    seconds: float = 0.0  # "slow": how long the server waits before answering
+    headers: dict[str, str] = field(default_factory=dict)
+    then: str = "{}"  # "slow": what it finally answers
+
+
+def slow(seconds: float, then: str = "{}") -> Fault:
+    return Fault("slow", seconds=seconds, then=then)
+
+
+def rate_limited(retry_after_s: float) -> Fault:
+    return Fault("status", status=429, headers={"Retry-After": f"{retry_after_s:g}"})
+
+
+def server_error(status: int = 500) -> Fault:
+    return Fault("status", status=status)
+
+
+EMPTY_BODY, TRUNCATED_JSON, NOT_JSON, CLOSED_MID_BODY = (
+    Fault("empty"), Fault("truncated"), Fault("not_json"), Fault("close_mid_body"))
+
+Reply = str | Callable[[dict[str, Any]], str] | tuple[int, str] | Fault
 
 
 def agent_of(request: dict[str, Any]) -> str:
@@ -34,8 +65,10 @@ class ScriptedOpenAIServer:
     def __init__(self) -> None:
         self.replies: dict[str, deque[Reply]] = defaultdict(deque)
         self.requests: list[dict[str, Any]] = []
+        self._stopping = threading.Event()  # wakes "slow" replies at shutdown
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -53,6 +86,7 @@ class ScriptedOpenAIServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -73,26 +107,62 @@ class ScriptedOpenAIServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 server.requests.append(body)
                 reply = server._next_reply(body)
-                if isinstance(reply, tuple):
-                    status, text = reply
-                    self._send(status, {"error": {"message": text, "type": "server_error"}})
-                    return
-                content = reply(body) if callable(reply) else reply
+                try:
+                    if isinstance(reply, Fault):
+                        self._fault(reply, body)
+                    elif isinstance(reply, tuple):
+                        status, text = reply
+                        self._send(status, {"error": {"message": text, "type": "server_error"}})
+                    else:
+                        self._send(200, self._completion(body, reply(body) if callable(reply) else reply))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up first (its timeout): that is the point of a slow reply
+
+            def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
                 prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-                self._send(200, {
+                return {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion",
                     "created": int(time.time()), "model": body.get("model", "scripted"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": content}}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(content.split()),
                               "total_tokens": prompt_tokens + len(content.split())},
-                })
+                }
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
+            def _fault(self, fault: Fault, body: dict[str, Any]) -> None:
+                if fault.kind == "slow":
+                    if not server._stopping.wait(fault.seconds):
+                        self._send(200, self._completion(body, fault.then))
+                elif fault.kind == "status":
+                    self._send(fault.status, {"error": {"message": f"scripted {fault.status}", "type": "error"}},
+                               fault.headers)
+                elif fault.kind == "empty":
+                    self._send_raw(200, b"")
+                elif fault.kind == "not_json":
+                    self._send_raw(200, b"<html>Bad gateway, try later</html>", content_type="text/plain")
+                else:
+                    data = json.dumps(self._completion(body, '{"query": "cut short"}')).encode()
+                    if fault.kind == "truncated":  # a complete HTTP reply whose JSON stops half-way
+                        self._send_raw(200, data[: len(data) // 2])
+                    else:  # the connection drops half-way through the announced body
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data[: len(data) // 2])
+                        self.wfile.flush()
+                        self.close_connection = True
+
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                self._send_raw(status, json.dumps(payload).encode(), headers=headers)
+
+            def _send_raw(self, status: int, data: bytes, *, content_type: str = "application/json",
+                          headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 

@@ -1,19 +1,71 @@
-"""One way to call an LLM: with a deadline, JSON mode where the client has one, and accounting."""
+"""One way to call an LLM: bounded retries with backoff, a deadline per attempt, JSON mode, accounting.
+
+Every attempt is bounded by its own timeout and recorded in the run's ledger (ok or not, and why).
+Transient failures (timeouts, dropped connections, 429, 5xx, empty or malformed bodies) are retried
+with a short exponential backoff that honours the server's Retry-After; a client error such as 400 or
+401 is not. When every attempt has failed, `chat` raises `LLMCallError` and the calling agent hands the
+job to its offline twin.
+
+Retries happen here, once: the LLM that `stack.build_llm` makes has its client's own retries turned
+off and carries the Settings' policy (`attach_retry_policy`), so no attempt goes unrecorded.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import openai
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from ..work_flows.result import LLMCallRecord, RunLedger
+
+MAX_RETRY_WAIT_S = 10.0  # longest pause between attempts; a longer Retry-After means: give up now
 
 
 class LLMReplyError(RuntimeError):
     """The LLM answered, but with nothing usable."""
+
+
+class LLMCallError(RuntimeError):
+    """Every attempt at one LLM call failed; `attempts` were made, `last` is the last attempt's error."""
+
+    def __init__(self, agent: str, attempts: int, last: BaseException, *, timeout_s: float | None = None) -> None:
+        self.agent = agent
+        self.attempts = attempts
+        self.last = last
+        tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+        super().__init__(f"{tries} failed, the last: {describe_error(last, timeout_s=timeout_s)}")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 0  # attempts = 1 + max_retries
+    backoff_s: float = 0.5  # first pause; doubles each retry (with jitter), at most MAX_RETRY_WAIT_S
+
+
+_policies: dict[int, RetryPolicy] = {}
+
+
+def attach_retry_policy(llm: LLM, policy: RetryPolicy) -> LLM:
+    """Make `chat` retry calls to this LLM by `policy` (stack.build_llm does it with the Settings' values)."""
+    key = id(llm)
+    _policies[key] = policy
+    weakref.finalize(llm, _policies.pop, key, None)
+    return llm
+
+
+def retry_policy_of(llm: LLM) -> RetryPolicy:
+    """The attached policy; an LLM built elsewhere keeps its own client's retries and gets none here."""
+    return _policies.get(id(llm), RetryPolicy())
 
 
 def _json_mode_kwargs(llm: LLM) -> dict[str, Any]:
@@ -31,6 +83,50 @@ def _usage(raw: Any) -> tuple[int | None, int | None]:
     return get("prompt_tokens"), get("completion_tokens")
 
 
+def _status(error: BaseException) -> int | None:
+    status = getattr(error, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Transient: worth another attempt. A client error (4xx but 408/409/429) will fail the same way again."""
+    status = _status(error)
+    return status is None or status in (408, 409, 429) or status >= 500
+
+
+def retry_after_s(error: BaseException | None) -> float | None:
+    """The server's Retry-After (or retry-after-ms) on an HTTP error, in seconds."""
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                seconds = float(value) * scale
+            except ValueError:
+                continue  # an HTTP date: treat as no hint
+            return seconds if seconds >= 0 else None
+    return None
+
+
+def backoff_s(policy: RetryPolicy, attempt: int, error: BaseException | None, *, jitter: float = 1.0) -> float:
+    """Pause after the `attempt`-th failure: exponential with jitter, at least the server's Retry-After."""
+    pause = min(policy.backoff_s * 2 ** (attempt - 1), MAX_RETRY_WAIT_S) * jitter
+    hinted = retry_after_s(error)
+    return min(max(pause, hinted), MAX_RETRY_WAIT_S) if hinted is not None else pause
+
+
+def _should_stop(policy: RetryPolicy) -> Callable[[RetryCallState], bool]:
+    def stop(state: RetryCallState) -> bool:
+        if state.attempt_number > policy.max_retries:
+            return True
+        hinted = retry_after_s(state.outcome.exception() if state.outcome else None)
+        return hinted is not None and hinted > MAX_RETRY_WAIT_S  # the server asks for longer than we wait
+    return stop
+
+
 async def chat(
     llm: LLM,
     *,
@@ -40,30 +136,68 @@ async def chat(
     ledger: RunLedger,
     timeout_s: float,
     json_mode: bool = False,
+    policy: RetryPolicy | None = None,
 ) -> str:
-    """Send one system+user exchange; returns the reply text. Raises on failure, after recording it."""
+    """Send one system+user exchange; returns the reply text.
+
+    Each attempt is bounded by `timeout_s` and recorded; transient failures are retried by `policy`
+    (default: the one attached to `llm`). Raises LLMCallError when no attempt succeeded.
+    """
+    policy = policy or retry_policy_of(llm)
     messages = [ChatMessage(role=MessageRole.SYSTEM, content=system),
                 ChatMessage(role=MessageRole.USER, content=user)]
     kwargs = _json_mode_kwargs(llm) if json_mode else {}
-    started = time.perf_counter()
+    attempts = 0
+
+    async def attempt() -> str:
+        nonlocal attempts
+        attempts += 1
+        started = time.perf_counter()
+        try:
+            response = await asyncio.wait_for(llm.achat(messages, **kwargs), timeout=timeout_s)
+            text = (response.message.content or "").strip()
+            if not text:
+                raise LLMReplyError("the LLM returned an empty reply")
+        except Exception as error:
+            ledger.llm_calls.append(LLMCallRecord(
+                agent=agent, ok=False, seconds=time.perf_counter() - started, attempt=attempts,
+                error=describe_error(error, timeout_s=timeout_s)[:500]))
+            raise
+        prompt_tokens, completion_tokens = _usage(response.raw)
+        ledger.llm_calls.append(LLMCallRecord(
+            agent=agent, ok=True, seconds=time.perf_counter() - started, attempt=attempts,
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens))
+        return text
+
+    retrying = AsyncRetrying(
+        stop=_should_stop(policy),
+        wait=lambda state: backoff_s(policy, state.attempt_number, state.outcome.exception() if state.outcome else None,
+                                     jitter=0.5 + random.random() / 2),
+        retry=retry_if_exception(lambda error: isinstance(error, Exception) and is_retryable(error)),
+        reraise=True,
+    )
     try:
-        response = await asyncio.wait_for(llm.achat(messages, **kwargs), timeout=timeout_s)
-        text = (response.message.content or "").strip()
-        if not text:
-            raise LLMReplyError("the LLM returned an empty reply")
+        return await retrying(attempt)
     except Exception as error:
-        reason = "timed out" if isinstance(error, TimeoutError) else f"{type(error).__name__}: {error}"
-        ledger.llm_calls.append(LLMCallRecord(agent=agent, ok=False, seconds=time.perf_counter() - started,
-                                              error=reason[:500]))
-        raise
-    prompt_tokens, completion_tokens = _usage(response.raw)
-    ledger.llm_calls.append(LLMCallRecord(
-        agent=agent, ok=True, seconds=time.perf_counter() - started,
-        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens))
-    return text
+        raise LLMCallError(agent, attempts, error, timeout_s=timeout_s) from error
 
 
-def describe_error(error: BaseException) -> str:
-    if isinstance(error, TimeoutError):
-        return "LLM call timed out"
-    return f"{type(error).__name__}: {str(error)[:300]}"
+def describe_error(error: BaseException, *, timeout_s: float | None = None) -> str:
+    """What went wrong with an LLM call, in one line a user can act on."""
+    if isinstance(error, LLMCallError):
+        return str(error)
+    if isinstance(error, (TimeoutError, openai.APITimeoutError)):
+        return f"timed out after {timeout_s:g} s" if timeout_s else "timed out"
+    name = type(error).__name__
+    status = _status(error)
+    if status is not None:
+        body = getattr(error, "body", None)
+        message = body.get("message") if isinstance(body, dict) else None
+        hinted = retry_after_s(error)
+        after = f", Retry-After {hinted:g} s" if hinted is not None else ""
+        return f"HTTP {status} ({name}{after}): {str(message or error)[:200]}"
+    if isinstance(error, (json.JSONDecodeError, AttributeError, TypeError, KeyError)):
+        return f"malformed reply body ({name}: {str(error)[:200]})"
+    cause = error.__cause__ or error.__context__
+    detail = f" ({type(cause).__name__}: {str(cause)[:200]})" if cause is not None and str(cause) else ""
+    return f"{name}: {str(error)[:300]}{detail}"

@@ -45,6 +45,7 @@ Your previous reply could not be used: {error}
 Reply again with one valid JSON object only."""
 )
 MAX_ATTEMPTS = 2
+MAX_ISSUES_SHOWN = 8  # rule violations quoted back to the LLM (and into plan.notes)
 
 
 def _history_block(history: list[str]) -> str:
@@ -93,7 +94,7 @@ class QueryPlannerAgent:
                 )
             except Exception as error:
                 notes.append(f"LLM call failed: {describe_error(error)}")
-                break  # the client already retried transport errors; a second prompt will not help
+                break  # chat() already retried transient failures; a second prompt will not help
             try:
                 plan = parse_plan(reply, question)
             except PlanParseError as error:
@@ -104,8 +105,10 @@ class QueryPlannerAgent:
                                      origin=PlanOrigin.LLM)
             if executed is not None:
                 return executed
-            problems = "; ".join(i.message for i in validate_plan(
-                plan, question=question, subquery_max=self.subquery_max))
+            issues = validate_plan(plan, question=question, subquery_max=self.subquery_max)
+            problems = "; ".join(i.message for i in issues[:MAX_ISSUES_SHOWN])
+            if len(issues) > MAX_ISSUES_SHOWN:
+                problems += f"; and {len(issues) - MAX_ISSUES_SHOWN} more"
             notes.append(f"invalid plan: {problems}")
             user = PLANNER_RETRY.format(previous=user, error=problems)
         ledger.degrade("planner", "; ".join(notes) or "no usable plan", "rule-based planner")

@@ -13,9 +13,12 @@ SubqueryStatus = Literal["covered", "uncovered", "failed", "skipped"]
 
 
 class LLMCallRecord(BaseModel):
+    """One attempt at one LLM call (a retried call has a record per attempt)."""
+
     agent: str
     ok: bool
     seconds: float
+    attempt: int = Field(1, description="1 for the first try of a call, 2 for its first retry, ...")
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error: str | None = None
