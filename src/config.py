@@ -86,7 +86,8 @@ class Settings(BaseSettings):
     planner_enable_dag: bool = True
     subquery_max: int = Field(4, ge=1, le=16)
     subquery_topk_base: int = Field(5, ge=1, le=200, description="Candidates reranked per subquery.")
-    subquery_max_iters: int = Field(1, ge=1, le=10)
+    subquery_max_iters: int = Field(
+        1, ge=1, le=10, description="Searches per subquery: above 1, the critic retries weak subqueries.")
     subquery_topk_step: int = Field(3, ge=0, le=100)
     attribution_top_n: int = Field(1, ge=1, le=50, description="Documents kept per subquery.")
     coverage_min_ratio: float = Field(0.5, ge=0, le=1)
@@ -102,6 +103,18 @@ class Settings(BaseSettings):
         0.1, ge=0, le=1, description="Reranker probability above which a subquery counts as covered."
     )
     high_confidence_score: float = Field(0.5, ge=0, le=1)
+
+    # --- multi-hop (bridge) questions -------------------------------------------------------------
+    planner_bridge: bool = Field(
+        True, description="Offline planner: a non-comparison question becomes a two-hop plan (s1, then s2 about {s1}).")
+    bridge_max_entities: int = Field(
+        8, ge=1, le=32, description="Candidate bridge entities a `{sN}` reference tries (offline resolution).")
+    bridge_rerank_top: int = Field(
+        3, ge=1, le=50, description="Pooled candidates of a bridge hop that the cross-encoder scores.")
+    bridge_title_boost: float = Field(
+        0.3, ge=0, le=1, description="Dense-score lift of a page titled by the candidate entity.")
+    critic_min_score: float = Field(
+        0.2, ge=0, le=1, description="A subquery whose best reranked document scores below this is retried.")
 
     # --- writer, verifier, limits ---------------------------------------------------------------
     writer_max_sentences: int = Field(4, ge=1, le=20)

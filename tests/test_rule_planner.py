@@ -34,11 +34,16 @@ def test_comparisons_split_into_their_two_entities(question, entities):
     "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?",
     "Is the Pakistan fast bowler who joined the Kent County Cricket Club in June, 2011 a left-hand or right-hand"
     " batsmans?",
-    "Who is he?",
 ])
-def test_other_questions_get_the_single_query_plan(question):
+def test_other_questions_get_a_two_hop_bridge_plan(question):
     plan = plan_offline(question)
-    assert [sq.text for sq in plan.subqueries] == [question]
+    assert [sq.text for sq in plan.subqueries] == [question, f"{{s1}} {question}"]
+    assert plan.subqueries[1].parents == ["s1"]
+    assert [sq.text for sq in plan_offline(question, bridge=False).subqueries] == [question]
+
+
+def test_a_question_with_too_little_to_build_on_gets_the_single_query_plan():
+    assert [sq.text for sq in plan_offline("Who is he?").subqueries] == ["Who is he?"]
 
 
 def test_comparison_plan_shape():

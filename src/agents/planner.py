@@ -62,12 +62,14 @@ class QueryPlannerAgent:
         *,
         subquery_max: int = 4,
         enable_dag: bool = True,
+        bridge: bool = True,
         llm_timeout_s: float = 60.0,
         json_mode: bool = True,
     ) -> None:
         self.llm = llm
         self.subquery_max = subquery_max
         self.enable_dag = enable_dag
+        self.bridge = bridge
         self.llm_timeout_s = llm_timeout_s
         self.json_mode = json_mode
 
@@ -126,7 +128,8 @@ class QueryPlannerAgent:
             if rewritten:
                 standalone = rewritten
                 notes.append(f"rewrote the question with the chat history: {rewritten!r}")
-        plan = plan_offline(standalone, enable_dag=self.enable_dag, subquery_max=self.subquery_max)
+        plan = plan_offline(standalone, enable_dag=self.enable_dag, subquery_max=self.subquery_max,
+                            bridge=self.bridge)
         executed = finalize_plan(plan, question=standalone, subquery_max=self.subquery_max, origin=origin,
                                  notes=notes)
         if executed is None:  # cannot happen for rule plans; the single-query plan is always valid

@@ -2,7 +2,9 @@
 
 It is the planner when no LLM is configured and the fallback when the LLM's plan cannot be used.
 Rules: a comparison of two named entities ("Were X and Y ...", "Which ..., X or Y?", "both X and Y")
-becomes one subquery per entity; anything else is the single-query plan.
+becomes one subquery per entity; any other question becomes a two-hop bridge plan (s1 finds the page
+the question describes, s2 asks the question again about the entity s1's page names, `{s1}`), or the
+single-query plan when bridging is off.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ NAME_CONNECTORS = frozenset(
 PRONOUNS = {"he": "", "she": "", "it": "", "they": "", "him": "", "them": "",
             "his": "'s", "her": "'s", "its": "'s", "their": "'s"}
 _WORD = re.compile(r"\S+")
+BRIDGE_MIN_CONTENT_WORDS = 3  # "Who is he?" has nothing for a second hop to build on
 
 
 @dataclass(frozen=True)
@@ -154,11 +157,22 @@ def find_comparison(question: str) -> Comparison | None:
     return Comparison(entities=entities, predicate=_predicate(question, entities))
 
 
-def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 4) -> Plan:
+def bridge_plan(question: str) -> Plan:
+    """Hop 1 searches the question as asked; hop 2 searches it again about the entity hop 1 found."""
+    return Plan(query=question, subqueries=[
+        SubQuery(id="s1", text=question),
+        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"]),
+    ])
+
+
+def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 4, bridge: bool = True) -> Plan:
     """The rule-based plan for a (standalone) question."""
-    comparison = find_comparison(question) if enable_dag and subquery_max >= 2 else None
-    if comparison is None:
+    if not enable_dag or subquery_max < 2:
         return single_query_plan(question)
+    comparison = find_comparison(question)
+    if comparison is None:
+        worth_a_hop = bridge and len(content_words(question)) >= BRIDGE_MIN_CONTENT_WORDS
+        return bridge_plan(question) if worth_a_hop else single_query_plan(question)
     subqueries = [
         SubQuery(
             id=f"s{i}",

@@ -26,8 +26,16 @@ class QueryRun(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     reports: dict[str, SubqueryReport] = Field(default_factory=dict)
     ranked: dict[str, list[NodeWithScore]] = Field(default_factory=dict, description="Reranked, best first.")
+    searched_as: dict[str, str] = Field(default_factory=dict, description="Query text behind each best document.")
+    attempts: dict[str, int] = Field(default_factory=dict, description="Searches run per subquery.")
     deadline: float = float("inf")
     partial_reason: str | None = None
+
+    def __repr__(self) -> str:
+        # The workflow runtime summarises every step's input and output event with repr(); the default
+        # pydantic repr of a run (plan, every candidate node) costs milliseconds per query.
+        return f"QueryRun(question={self.question[:60]!r}, subqueries={len(self.plan.subqueries)}, " \
+               f"ranked={len(self.ranked)})"
 
     def add_time(self, stage: str, seconds: float) -> None:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
@@ -54,8 +62,11 @@ class PlanReady(Event):
 
 
 class LayerQueued(Event):
+    """A layer to search; a retry names the subqueries the critic sent back."""
+
     run: QueryRun
     layer_index: int
+    retry_ids: list[str] = Field(default_factory=list)
 
 
 class LayerStarted(Event):
@@ -71,6 +82,11 @@ class SubqueryDone(Event):
 
 
 class LayerSearched(Event):
+    run: QueryRun
+    layer_index: int
+
+
+class LayerAccepted(Event):
     run: QueryRun
     layer_index: int
 

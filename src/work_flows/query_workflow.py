@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
@@ -27,9 +28,11 @@ from ..agents.searcher import SearcherAgent, SearchHits, SearchRequest
 from ..agents.verifier import VerifierAgent
 from ..agents.writer import WriterAgent
 from ..config import Settings
+from .bridge import bridge_queries
 from .events import (
     AnswerDrafted,
     EvidenceGathered,
+    LayerAccepted,
     LayerQueued,
     LayerSearched,
     LayerStarted,
@@ -41,8 +44,9 @@ from .events import (
 )
 from .evidence import confidence, select_sources
 from .inputs import check_history, check_question
-from .plan import SubQuery, resolve_references
+from .plan import PARENT_REFERENCE, SubQuery, resolve_references
 from .result import LLMUsage, QueryResult, RunLedger, SubqueryReport, Verification
+from .variants import PooledCandidate, Variant, pool_candidates
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -119,7 +123,7 @@ class QueryWorkflow(Workflow):
                             vector_store=vector_store)
         return cls(
             planner=QueryPlannerAgent(stack.llm, subquery_max=settings.subquery_max,
-                                      enable_dag=settings.planner_enable_dag,
+                                      enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge,
                                       llm_timeout_s=settings.llm_timeout_s, json_mode=settings.llm_json_mode),
             searcher=SearcherAgent(stack.vector_store, stack.embed_model,
                                    dense_overfetch=settings.dense_overfetch,
@@ -167,8 +171,8 @@ class QueryWorkflow(Workflow):
         return ready
 
     @step
-    async def schedule(self, ev: PlanReady | LayerSearched) -> LayerQueued | EvidenceGathered:
-        next_layer = ev.layer_index + 1 if isinstance(ev, LayerSearched) else 0
+    async def schedule(self, ev: PlanReady | LayerAccepted) -> LayerQueued | EvidenceGathered:
+        next_layer = ev.layer_index + 1 if isinstance(ev, LayerAccepted) else 0
         if ev.run.plan.requires_retrieval and next_layer < len(ev.run.plan.layers):
             return LayerQueued(run=ev.run, layer_index=next_layer)
         sources = select_sources(ev.run.plan, ev.run.ranked, per_subquery=self._kept_per_subquery(ev.run),
@@ -178,29 +182,52 @@ class QueryWorkflow(Workflow):
     @step
     async def search_layer(self, ctx: Context, ev: LayerQueued) -> LayerSearched:
         run = ev.run
-        subqueries = self._resolved_layer(run, ev.layer_index)
+        by_id = {sq.id: sq for sq in run.plan.subqueries}
+        subqueries = [by_id[i] for i in (ev.retry_ids or run.plan.layers[ev.layer_index])]
         ctx.write_event_to_stream(LayerStarted(layer_index=ev.layer_index, subquery_ids=[s.id for s in subqueries]))
         started = time.perf_counter()
+        variants = {sq.id: self._variants(run, sq, attempt=run.attempts.get(sq.id, 0) + 1) for sq in subqueries}
+        flat = [v for sq_variants in variants.values() for v in sq_variants]
         hits = None if run.out_of_time(f"layer {ev.layer_index}") else await before_deadline(
-            run.deadline, self._search(run, subqueries))
+            run.deadline, self._search(flat))
         if hits is None:
             run.out_of_time(f"the search of layer {ev.layer_index}")
-            hits = {}
         searched = time.perf_counter()
         run.add_time("search_s", searched - started)
-        await self._rerank(run, subqueries, hits)
+        results: dict[str, list[SearchHits | BaseException]] = {sq.id: [] for sq in subqueries}
+        for variant, result in zip(flat, hits or []):
+            results[variant.subquery_id].append(result)
+        pools = {} if hits is None else {
+            sq.id: pool_candidates(variants[sq.id], results[sq.id], exclude_node_ids=self._parents_kept(run, sq),
+                                   keep=self._pool_size(run, sq), title_boost=self.settings.bridge_title_boost)
+            for sq in subqueries}
+        await self._rerank(run, pools)
         run.add_time("rerank_s", time.perf_counter() - searched)
         run.add_time(f"layer_{ev.layer_index}_s", time.perf_counter() - started)
         for sq in subqueries:
-            report = self._report(run, sq, ev.layer_index, hits.get(sq.id))
-            run.reports[sq.id] = report
+            run.attempts[sq.id] = run.attempts.get(sq.id, 0) + 1
+            searched_ok = any(isinstance(h, SearchHits) for h in results[sq.id])
+            if ev.retry_ids and not searched_ok and sq.id in run.reports:
+                run.reports[sq.id].attempts = run.attempts[sq.id]  # a failed retry keeps what the first try found
+                continue
+            run.reports[sq.id] = self._report(run, sq, ev.layer_index, None if hits is None else (
+                SearchHits() if searched_ok else results[sq.id][0]))
             best = run.ranked.get(sq.id, [])
             ctx.write_event_to_stream(SubqueryDone(
-                subquery_id=sq.id, status=report.status, best_score=report.best_score,
+                subquery_id=sq.id, status=run.reports[sq.id].status, best_score=run.reports[sq.id].best_score,
                 best_title=str(best[0].node.metadata.get("title", "")) if best else None))
         searched_event = LayerSearched(run=run, layer_index=ev.layer_index)
         ctx.write_event_to_stream(searched_event)
         return searched_event
+
+    @step
+    async def critique(self, ev: LayerSearched) -> LayerQueued | LayerAccepted:
+        """Send weak, uncovered or failed subqueries of the layer back for a wider search, within SUBQUERY_MAX_ITERS."""
+        run = ev.run
+        retry = [sq_id for sq_id in run.plan.layers[ev.layer_index] if self._needs_retry(run, sq_id)]
+        if retry and not run.out_of_time("the critic"):
+            return LayerQueued(run=run, layer_index=ev.layer_index, retry_ids=retry)
+        return LayerAccepted(run=run, layer_index=ev.layer_index)
 
     @step
     async def write(self, ctx: Context, ev: EvidenceGathered) -> AnswerDrafted:
@@ -232,45 +259,83 @@ class QueryWorkflow(Workflow):
 
     # --- helpers -----------------------------------------------------------------------------------
 
-    def _resolved_layer(self, run: QueryRun, layer_index: int) -> list[SubQuery]:
-        """The layer's subqueries, `{sN}` references filled with the title of the parent's best document."""
-        by_id = {sq.id: sq for sq in run.plan.subqueries}
-        found = {sq_id: str(hits[0].node.metadata.get("title", "")) for sq_id, hits in run.ranked.items() if hits}
-        return [by_id[i].model_copy(update={"text": resolve_references(by_id[i].text, found)})
-                for i in run.plan.layers[layer_index]]
-
     def _kept_per_subquery(self, run: QueryRun) -> int:
         """Attribution keeps the top N per subquery; the single-query path keeps the whole budget."""
         return self.settings.attribution_top_n if run.path == "dag" else self.settings.context_budget
 
-    def _request(self, run: QueryRun, sq: SubQuery) -> SearchRequest:
-        return SearchRequest(
-            text=sq.text, top_k=sq.hints.top_k or self.settings.subquery_topk_base,
+    def _variants(self, run: QueryRun, sq: SubQuery, attempt: int) -> list[Variant]:
+        """The searches a subquery runs: one, or one per candidate bridge entity when it references a parent.
+
+        A retry (attempt > 1) widens: top_k grows by SUBQUERY_TOPK_STEP, the text gains the hints'
+        synonyms and must_include terms, and a bridge tries the entities of one more parent document.
+        """
+        widen = self.settings.subquery_topk_step * (attempt - 1)
+        request = SearchRequest(
+            text=sq.text, top_k=(sq.hints.top_k or self.settings.subquery_topk_base) + widen,
             hyde=run.plan.hyde_document if run.path == "single" else None,
             must_include=tuple(sq.hints.must_include), sections=tuple(sq.hints.sections))
+        if attempt > 1:
+            extra = [t for t in [*sq.hints.synonyms, *sq.hints.must_include] if t.lower() not in sq.text.lower()]
+            request = replace(request, text=" ".join([sq.text, *extra]))
+        references = PARENT_REFERENCE.findall(sq.text)
+        if not references:
+            return [Variant(sq.id, request)]
+        found = {parent: hits for parent, hits in run.ranked.items() if hits}
+        titles = {parent: str(hits[0].node.metadata.get("title", "")) for parent, hits in found.items()}
+        bridge_parent = next((r for r in references if r in found), None)
+        if bridge_parent is None:  # no parent found anything: search the words around the references
+            text = " ".join(resolve_references(request.text, {r: "" for r in references}).split())
+            return [Variant(sq.id, replace(request, text=text or run.plan.query))]
+        child = resolve_references(request.text, {p: t for p, t in titles.items() if p != bridge_parent})
+        variants: list[Variant] = []
+        for parent_hit in found[bridge_parent][:attempt]:
+            for query in bridge_queries(child, str(parent_hit.node.metadata.get("title", "")),
+                                        parent_hit.node.get_content(), run.plan.query,
+                                        self.settings.bridge_max_entities):
+                if all(v.request.text != query.text for v in variants):
+                    variants.append(Variant(sq.id, replace(request, text=query.text,
+                                                           top_k=self.settings.bridge_rerank_top + widen),
+                                            entity=query.entity))
+        fallback = " ".join(resolve_references(child, {bridge_parent: titles[bridge_parent]}).split())
+        return variants or [Variant(sq.id, replace(request, text=fallback))]
 
-    async def _search(self, run: QueryRun, subqueries: list[SubQuery]) -> dict[str, SearchHits | Exception]:
-        requests = [self._request(run, sq) for sq in subqueries]
+    def _pool_size(self, run: QueryRun, sq: SubQuery) -> int:
+        widen = self.settings.subquery_topk_step * run.attempts.get(sq.id, 0)
+        if PARENT_REFERENCE.search(sq.text):
+            return self.settings.bridge_rerank_top + widen
+        return (sq.hints.top_k or self.settings.subquery_topk_base) + widen
+
+    def _parents_kept(self, run: QueryRun, sq: SubQuery) -> frozenset[str]:
+        """A hop's evidence must be new: the documents its parents keep are not its candidates."""
+        return frozenset(node_id for parent in sq.parents if parent in run.reports
+                         for node_id in run.reports[parent].kept_node_ids)
+
+    def _needs_retry(self, run: QueryRun, sq_id: str) -> bool:
+        report = run.reports.get(sq_id)
+        if report is None or run.attempts.get(sq_id, 0) >= self.settings.subquery_max_iters:
+            return False
+        return report.status in ("failed", "uncovered") or (report.best_score or 0.0) < self.settings.critic_min_score
+
+    async def _search(self, variants: list[Variant]) -> list[SearchHits | Exception]:
+        requests = [v.request for v in variants]
         try:
-            batch = await self.searcher.asearch_layer(requests)
-            return {sq.id: hits for sq, hits in zip(subqueries, batch)}
+            return list(await self.searcher.asearch_layer(requests))
         except Exception:
             # The batch failed: search one by one, so one bad subquery cannot sink the others.
             single = await asyncio.gather(*(self.searcher.asearch_layer([r]) for r in requests),
                                           return_exceptions=True)
-            return {sq.id: (result if isinstance(result, Exception) else result[0])
-                    for sq, result in zip(subqueries, single)}
+            return [result if isinstance(result, BaseException) else result[0] for result in single]
 
-    async def _rerank(self, run: QueryRun, subqueries: list[SubQuery], hits: dict[str, Any]) -> None:
-        """One cross-encoder call over every (subquery, candidate) pair of the layer."""
-        owners: list[tuple[str, NodeWithScore]] = [
-            (sq.id, hit) for sq in subqueries if isinstance(hits.get(sq.id), SearchHits)
-            for hit in hits[sq.id].candidates]
-        text_of = {sq.id: sq.text for sq in subqueries}
-        dense = [float(hit.score or 0.0) for _, hit in owners]
+    async def _rerank(self, run: QueryRun, pools: dict[str, list[PooledCandidate]]) -> None:
+        """One cross-encoder call over every new (query, candidate) pair of the layer, merged into run.ranked."""
+        fresh: list[tuple[str, PooledCandidate]] = []
+        for sq_id, pool in pools.items():
+            seen = {hit.node.node_id for hit in run.ranked.get(sq_id, [])}
+            fresh.extend((sq_id, c) for c in pool if c.hit.node.node_id not in seen)
+        dense = [c.priority for _, c in fresh]
         try:
             scores = await before_deadline(run.deadline, self.reranker.ascore(
-                [(text_of[sq_id], passage_text(hit)) for sq_id, hit in owners]))
+                [(c.variant.request.text, passage_text(c.hit)) for _, c in fresh]))
         except Exception as error:
             run.ledger.degrade("reranker", f"{type(error).__name__}: {error}", "dense order kept")
             scores = dense
@@ -278,20 +343,26 @@ class QueryWorkflow(Workflow):
             run.out_of_time("reranking")
             run.ledger.degrade("reranker", "query deadline passed", "dense order kept")
             scores = dense
-        for sq in subqueries:
-            if isinstance(hits.get(sq.id), SearchHits):
-                run.ranked[sq.id] = []
-        for (sq_id, hit), score in zip(owners, scores):
-            run.ranked[sq_id].append(NodeWithScore(node=hit.node, score=score))
-        for ranked in run.ranked.values():
+        query_of: dict[tuple[str, str], str] = {}
+        for sq_id in pools:
+            run.ranked.setdefault(sq_id, [])
+        for (sq_id, candidate), score in zip(fresh, scores):
+            run.ranked[sq_id].append(NodeWithScore(node=candidate.hit.node, score=score))
+            query_of[(sq_id, candidate.hit.node.node_id)] = candidate.variant.request.text
+        for sq_id in pools:
+            ranked = run.ranked[sq_id]
             ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
+            if ranked and (sq_id, ranked[0].node.node_id) in query_of:
+                run.searched_as[sq_id] = query_of[(sq_id, ranked[0].node.node_id)]
 
-    def _report(self, run: QueryRun, sq: SubQuery, layer: int, hits: SearchHits | Exception | None) -> SubqueryReport:
+    def _report(self, run: QueryRun, sq: SubQuery, layer: int, hits: SearchHits | BaseException | None
+                ) -> SubqueryReport:
+        attempts = run.attempts.get(sq.id, 1)
         if hits is None:
-            return SubqueryReport(id=sq.id, text=sq.text, layer=layer, status="skipped",
+            return SubqueryReport(id=sq.id, text=sq.text, layer=layer, status="skipped", attempts=attempts,
                                   error=run.partial_reason or "not searched")
         if not isinstance(hits, SearchHits):
-            return SubqueryReport(id=sq.id, text=sq.text, layer=layer, status="failed",
+            return SubqueryReport(id=sq.id, text=sq.text, layer=layer, status="failed", attempts=attempts,
                                   error=f"{type(hits).__name__}: {hits}"[:500])
         ranked = run.ranked.get(sq.id, [])
         best = float(ranked[0].score or 0.0) if ranked else None
@@ -299,6 +370,7 @@ class QueryWorkflow(Workflow):
         keep = self._kept_per_subquery(run)
         return SubqueryReport(
             id=sq.id, text=sq.text, layer=layer, status="covered" if covered else "uncovered",
+            searched_as=run.searched_as.get(sq.id), attempts=attempts,
             best_score=round(best, 6) if best is not None else None, candidates=len(ranked),
             kept_node_ids=[h.node.node_id for h in ranked[:keep]])
 

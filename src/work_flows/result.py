@@ -59,6 +59,8 @@ class SubqueryReport(BaseModel):
     text: str
     layer: int
     status: SubqueryStatus
+    searched_as: str | None = Field(None, description="The query behind the best document (`{sN}` filled in).")
+    attempts: int = Field(1, description="Searches run: more than 1 when the critic retried it.")
     best_score: float | None = None
     candidates: int = 0
     kept_node_ids: list[str] = Field(default_factory=list)

@@ -1,0 +1,80 @@
+"""Bridge hops, offline: from a parent's best passage to the searches its dependent child runs.
+
+"What position was held by the woman who portrayed Corliss Archer?" — hop 1 finds the film's page,
+which names the actress; hop 2 must ask about *her*. Without an LLM to read the passage, the child
+tries every named span of the parent's passage that the question does not already name (up to a
+limit), each joined with the question words the parent's passage does not explain. All of them are
+searched as one batch; a candidate page titled by the span is preferred (wiki-style corpora have one
+page per entity), and the cross-encoder picks the winner.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..text import content_words
+from .plan import PARENT_REFERENCE
+
+_CONNECTOR = r"(?:of|the|de|la|le|von|van|der|den|du|del|da|di|and|&|y|in|on|for)"
+_NAME_WORD = r"[A-Z0-9][\w'’.\-]*"
+_NAMED_SPAN = re.compile(
+    rf"\"([^\"]{{2,80}})\"|“([^”]{{2,80}})”|({_NAME_WORD}(?:\s+(?:{_CONNECTOR}\s+)*{_NAME_WORD})*)")
+_LEADING_FUNCTION_WORD = re.compile(
+    r"^(?:The|A|An|In|On|At|By|For|From|After|Before|During|Since|His|Her|Its|Their|This|That|These|It|He|She)\s+")
+# Capitalised words that name nothing on their own (sentence openers, nationalities, months).
+_NOT_NAMES = frozenset(
+    """the a an in on at by he she it they his her its their this that these there after before during when
+    while however also born american british english french german italian spanish canadian australian
+    january february march april may june july august september october november december""".split()
+)
+_TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
+
+
+@dataclass(frozen=True)
+class BridgeQuery:
+    entity: str
+    text: str
+
+
+def named_spans(passage: str, known: str, limit: int) -> list[str]:
+    """Named spans of `passage` (capitalised runs, quoted titles) that `known` does not already name."""
+    known_words = set(content_words(known))
+    spans: list[str] = []
+    for match in _NAMED_SPAN.finditer(passage):
+        span = next(group for group in match.groups() if group is not None).strip(" .,;:'’-")
+        span = _LEADING_FUNCTION_WORD.sub("", span)
+        words = content_words(span)
+        if not words or all(w in known_words for w in words):
+            continue
+        if len(words) == 1 and words[0] in _NOT_NAMES:
+            continue
+        if span not in spans:
+            spans.append(span)
+        if len(spans) >= limit:
+            break
+    return spans
+
+
+def unexplained_words(child_text: str, evidence: str) -> list[str]:
+    """The child's content words that the parent's evidence does not contain: what is left to find."""
+    seen = set(content_words(evidence))
+    words = content_words(PARENT_REFERENCE.sub(" ", child_text))
+    return list(dict.fromkeys(w for w in words if w not in seen))
+
+
+def bridge_queries(child_text: str, parent_title: str, parent_passage: str, question: str,
+                   limit: int) -> list[BridgeQuery]:
+    """One query per candidate bridge entity: the parent's title (when the question does not name it)
+    and the named spans of its passage, each with the words the passage leaves unexplained."""
+    rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
+    title = _TITLE_QUALIFIER.sub("", parent_title)
+    entities = named_spans(f"{title}. {parent_passage}", question, limit)
+    return [BridgeQuery(entity=e, text=f"{e} {rest}".strip()) for e in entities]
+
+
+def titled_by(title: str, entity: str) -> bool:
+    """True when a page's title names the entity ("Shirley Temple" ~ "Shirley Temple Black")."""
+    title_words = set(content_words(_TITLE_QUALIFIER.sub("", title)))
+    entity_words = set(content_words(entity))
+    return bool(title_words) and bool(entity_words) and (title_words <= entity_words or entity_words <= title_words)
