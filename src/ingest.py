@@ -12,6 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,15 +158,28 @@ def ingest_nodes(
     if todo:
         store = open_vector_store(settings, clients=clients)
         batch_size = settings.embed_batch_size
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start:start + batch_size]
-            vectors = embed_model.get_text_embedding_batch(
-                [n.get_content(metadata_mode=MetadataMode.EMBED) for n in batch])
-            for node, vector in zip(batch, vectors):
-                node.embedding = vector
+        # Batches of similar length waste little on padding (as the encoder sorts within one call), and each
+        # batch is written while the next is embedded (an embedded store's per-point commits wait on the disk).
+        todo.sort(key=lambda n: len(n.get_content(metadata_mode=MetadataMode.EMBED)), reverse=True)
+        done = progress or (lambda count: None)
+
+        def write(batch: list[TextNode]) -> int:
             store.add(batch)
-            if progress:
-                progress(len(batch))
+            return len(batch)
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dagrag-ingest") as writer:
+            pending: Future[int] | None = None
+            for start in range(0, len(todo), batch_size):
+                batch = todo[start:start + batch_size]
+                vectors = embed_model.get_text_embedding_batch(
+                    [n.get_content(metadata_mode=MetadataMode.EMBED) for n in batch])
+                for node, vector in zip(batch, vectors):
+                    node.embedding = vector
+                if pending is not None:
+                    done(pending.result())  # one write in flight at most; its error stops the ingest here
+                pending = writer.submit(write, batch)
+            if pending is not None:
+                done(pending.result())
     return IngestReport(collection=settings.collection, documents=len(nodes), added=len(todo),
                         already_present=len(present), seconds=time.perf_counter() - started)
 

