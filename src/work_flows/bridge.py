@@ -17,7 +17,7 @@ from ..text import content_words
 from .plan import PARENT_REFERENCE
 
 _CONNECTOR = r"(?:of|the|de|la|le|von|van|der|den|du|del|da|di|and|&|y|in|on|for)"
-_NAME_WORD = r"[A-Z0-9][\w'’.\-]*"
+_NAME_WORD = r"[A-Z0-9](?:[\w'’\-]|\.(?=\w))*"  # a dot only inside a word ("J.R.R"), never a sentence end
 _NAMED_SPAN = re.compile(
     rf"\"([^\"]{{2,80}})\"|“([^”]{{2,80}})”|({_NAME_WORD}(?:\s+(?:{_CONNECTOR}\s+)*{_NAME_WORD})*)")
 _LEADING_FUNCTION_WORD = re.compile(
@@ -42,8 +42,8 @@ def named_spans(passage: str, known: str, limit: int) -> list[str]:
     known_words = set(content_words(known))
     spans: list[str] = []
     for match in _NAMED_SPAN.finditer(passage):
-        span = next(group for group in match.groups() if group is not None).strip(" .,;:'’-")
-        span = _LEADING_FUNCTION_WORD.sub("", span)
+        quoted, curly_quoted, capitalised = match.groups()
+        span = (quoted or curly_quoted or _LEADING_FUNCTION_WORD.sub("", capitalised or "")).strip(" .,;:'’-")
         words = content_words(span)
         if not words or all(w in known_words for w in words):
             continue
@@ -69,7 +69,8 @@ def bridge_queries(child_text: str, parent_title: str, parent_passage: str, ques
     and the named spans of its passage, each with the words the passage leaves unexplained."""
     rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
     title = _TITLE_QUALIFIER.sub("", parent_title)
-    entities = named_spans(f"{title}. {parent_passage}", question, limit)
+    entities = list(dict.fromkeys(named_spans(title, question, 1) + named_spans(parent_passage, question, limit)))
+    entities = entities[:limit]
     return [BridgeQuery(entity=e, text=f"{e} {rest}".strip()) for e in entities]
 
 

@@ -1,0 +1,125 @@
+"""Bridge hops: the pure candidate logic, the pooling, and two-hop questions end to end on the sample."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from dagrag.agents.searcher import SearchHits, SearchRequest
+from dagrag.work_flows.bridge import bridge_queries, named_spans, titled_by, unexplained_words
+from dagrag.work_flows.variants import Variant, pool_candidates
+
+from .conftest import sample_records
+
+CORLISS = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+KISS_AND_TELL = ("Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as Corliss "
+                 "Archer. In the film, two teenage girls cause their respective parents much concern when they start "
+                 "to become interested in boys.")
+
+
+def test_named_spans_skip_what_the_question_already_names_and_words_that_name_nothing():
+    spans = named_spans(KISS_AND_TELL, CORLISS, limit=8)
+    assert any("Shirley Temple" in s for s in spans)
+    assert not any(s in ("Corliss Archer", "Kiss and Tell", "American", "In") for s in spans)
+
+
+def test_named_spans_keep_quoted_titles_and_respect_the_limit():
+    passage = 'She starred in "The Little Colonel" and Bright Eyes, then Heidi, Wee Willie Winkie and Baby Take a Bow.'
+    assert "The Little Colonel" in named_spans(passage, "Which film?", limit=8)
+    assert len(named_spans(passage, "Which film?", limit=2)) == 2
+
+
+def test_unexplained_words_are_the_childs_words_the_evidence_does_not_contain():
+    assert unexplained_words("{s1} " + CORLISS, KISS_AND_TELL) == ["government", "position", "held", "woman",
+                                                                 "portrayed"]
+
+
+def test_bridge_queries_pair_each_entity_with_what_is_left_to_find():
+    queries = bridge_queries("{s1} " + CORLISS, "Kiss and Tell (1945 film)", KISS_AND_TELL, CORLISS, limit=8)
+    shirley = next(q for q in queries if "Shirley Temple" in q.entity)
+    assert shirley.text.endswith("government position held woman portrayed")
+    assert all("Corliss" not in q.entity for q in queries)
+
+
+def test_the_parents_title_is_a_candidate_when_the_question_does_not_name_it():
+    queries = bridge_queries("{s1} Where was she born?", "Shirley Temple", "She was an actress.",
+                             "Where was the actress who played Corliss Archer born?", limit=8)
+    assert queries[0].entity == "Shirley Temple" and queries[0].text == "Shirley Temple born"
+
+
+@pytest.mark.parametrize(("title", "entity", "expected"), [
+    ("Shirley Temple", "17-year-old Shirley Temple", True),
+    ("Shirley Temple Black", "Shirley Temple", True),
+    ("Kiss and Tell (1945 film)", "Kiss and Tell", True),
+    ("Janet Waldo", "Shirley Temple", False),
+    ("", "Shirley Temple", False),
+])
+def test_titled_by(title, entity, expected):
+    assert titled_by(title, entity) is expected
+
+
+def _hit(node_id: str, title: str, score: float) -> NodeWithScore:
+    return NodeWithScore(node=TextNode(id_=node_id, text=title, metadata={"title": title}), score=score)
+
+
+def test_pool_keeps_each_node_once_at_its_best_priority_and_lifts_titled_pages():
+    a = Variant("s2", SearchRequest(text="Janet Waldo x", top_k=3), entity="Janet Waldo")
+    b = Variant("s2", SearchRequest(text="Shirley Temple x", top_k=3), entity="Shirley Temple")
+    hits = [SearchHits([_hit("1", "Janet Waldo", 0.5), _hit("2", "Meet Corliss Archer", 0.6)]),
+            SearchHits([_hit("2", "Meet Corliss Archer", 0.7), _hit("3", "Shirley Temple", 0.45)])]
+    pool = pool_candidates([a, b], hits, keep=3, title_boost=0.3)
+    assert [(c.hit.node.node_id, round(c.priority, 2)) for c in pool] == [("1", 0.8), ("3", 0.75), ("2", 0.7)]
+    assert pool[2].variant is b  # the variant that found it best is the query it is reranked against
+
+
+def test_pool_skips_failed_searches_and_excluded_nodes_and_cuts_to_keep():
+    a = Variant("s2", SearchRequest(text="q", top_k=3))
+    hits = [RuntimeError("down"), SearchHits([_hit("1", "A", 0.9), _hit("2", "B", 0.8), _hit("3", "C", 0.7)])]
+    pool = pool_candidates([a, a], hits, exclude_node_ids=frozenset({"1"}), keep=1)
+    assert [c.hit.node.node_id for c in pool] == ["2"]
+
+
+async def test_corliss_archer_two_hops_find_shirley_temple(make_workflow):
+    result = await make_workflow(context_budget=2).run(query=CORLISS)
+    assert result.plan.layers == [["s1"], ["s2"]] and result.plan.subqueries[1].parents == ["s1"]
+    titles = [s.metadata["title"] for s in result.sources]
+    assert titles == ["Kiss and Tell (1945 film)", "Shirley Temple"]
+    hop2 = result.subqueries[1]
+    assert hop2.text.startswith("{s1}") and "Shirley Temple" in hop2.searched_as
+    assert "Chief of Protocol" in result.answer
+
+
+async def test_without_bridging_the_same_question_runs_one_search_and_misses_the_second_hop(make_workflow):
+    result = await make_workflow(context_budget=2, planner_bridge=False).run(query=CORLISS)
+    assert result.path == "single"
+    assert "Shirley Temple" not in [s.metadata["title"] for s in result.sources]
+
+
+async def test_bridge_questions_of_the_sample_gain_joint_recall_over_the_single_query(make_workflow):
+    bridges = [r for r in sample_records() if r["type"] == "bridge"][:8]
+    joint = {}
+    for name, overrides in {"single": {"planner_enable_dag": False}, "dag": {}}.items():
+        workflow = make_workflow(context_budget=2, **overrides)
+        hits = 0
+        for record in bridges:
+            titles = {s.metadata["title"] for s in (await workflow.run(query=record["question"])).sources}
+            hits += set(record["supporting_titles"]) <= titles
+        joint[name] = hits / len(bridges)
+    assert joint["dag"] >= joint["single"] + 0.2, joint
+
+
+async def test_the_critic_retries_weak_subqueries_with_a_wider_search(make_workflow):
+    question = "Who is older, Annie Morton or Terry Richardson?"
+    once = await make_workflow().run(query=question)
+    retried = await make_workflow(subquery_max_iters=2, critic_min_score=1.0, subquery_topk_step=3).run(query=question)
+    assert [r.attempts for r in once.subqueries] == [1, 1]
+    assert [r.attempts for r in retried.subqueries] == [2, 2]
+    for first, second in zip(once.subqueries, retried.subqueries):
+        assert second.candidates > first.candidates  # the retry brought new candidates
+        assert second.best_score >= first.best_score
+
+
+async def test_the_critic_leaves_strong_subqueries_alone(make_workflow):
+    result = await make_workflow(subquery_max_iters=3, critic_min_score=0.0).run(
+        query="Who is older, Annie Morton or Terry Richardson?")
+    assert [r.attempts for r in result.subqueries] == [1, 1]
