@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -113,6 +113,14 @@ class Settings(BaseSettings):
         3, ge=1, le=50, description="Pooled candidates of a bridge hop that the cross-encoder scores.")
     bridge_title_boost: float = Field(
         0.3, ge=0, le=1, description="Dense-score lift of a page titled by the candidate entity.")
+    resolve_with_llm: bool = Field(
+        True, description="With an LLM: rewrite `{sN}` subqueries from the parents' findings (else bridge searches).")
+    subquery_hyde: bool = Field(
+        False, description="With an LLM: embed a hypothetical passage with each subquery (HyDE; one call per layer).")
+    writer_mode: Literal["direct", "aggregate"] = Field(
+        "direct", description="With an LLM: `aggregate` answers each subquery first, then combines (two calls).")
+    verify_backtrack: bool = Field(
+        True, description="Unsupported answer sentences send their subqueries back for one wider search and rewrite.")
     critic_min_score: float = Field(
         0.2, ge=0, le=1, description="A subquery whose best reranked document scores below this is retried.")
 

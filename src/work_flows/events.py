@@ -28,6 +28,9 @@ class QueryRun(BaseModel):
     ranked: dict[str, list[NodeWithScore]] = Field(default_factory=dict, description="Reranked, best first.")
     searched_as: dict[str, str] = Field(default_factory=dict, description="Query text behind each best document.")
     attempts: dict[str, int] = Field(default_factory=dict, description="Searches run per subquery.")
+    rewritten: dict[str, str] = Field(default_factory=dict, description="LLM rewrites of `{sN}` subqueries.")
+    hyde: dict[str, str] = Field(default_factory=dict, description="Hypothetical passages per subquery.")
+    backtracked: list[str] = Field(default_factory=list, description="Subqueries re-searched after verification.")
     deadline: float = float("inf")
     partial_reason: str | None = None
 
@@ -67,6 +70,7 @@ class LayerQueued(Event):
     run: QueryRun
     layer_index: int
     retry_ids: list[str] = Field(default_factory=list)
+    backtrack: bool = False
 
 
 class LayerStarted(Event):

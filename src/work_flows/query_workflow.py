@@ -22,8 +22,12 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 from workflows import Context, Workflow, step
 from workflows.events import StopEvent
 
+from ..agents.aggregator import AggregatorAgent
+from ..agents.hyde import HydeAgent
+from ..agents.llm_calls import describe_error
 from ..agents.planner import QueryPlannerAgent
 from ..agents.reranker import RerankerAgent
+from ..agents.resolver import ReferenceResolverAgent
 from ..agents.searcher import SearcherAgent, SearchHits, SearchRequest
 from ..agents.verifier import VerifierAgent
 from ..agents.writer import WriterAgent
@@ -45,7 +49,7 @@ from .events import (
 from .evidence import confidence, select_sources
 from .inputs import check_history, check_question
 from .plan import PARENT_REFERENCE, SubQuery, resolve_references
-from .result import LLMUsage, QueryResult, RunLedger, SubqueryReport, Verification
+from .result import LLMUsage, QueryResult, RunLedger, Source, SubqueryReport, Verification
 from .variants import PooledCandidate, Variant, pool_candidates
 
 if TYPE_CHECKING:
@@ -93,6 +97,9 @@ class QueryWorkflow(Workflow):
         writer: WriterAgent,
         verifier: VerifierAgent,
         settings: Settings,
+        resolver: ReferenceResolverAgent | None = None,
+        hyde: HydeAgent | None = None,
+        aggregator: AggregatorAgent | None = None,
         **workflow_kwargs: Any,
     ) -> None:
         workflow_kwargs.setdefault("timeout", settings.query_timeout_s + BACKSTOP_GRACE_S)
@@ -103,6 +110,9 @@ class QueryWorkflow(Workflow):
         self.writer = writer
         self.verifier = verifier
         self.settings = settings
+        self.resolver = resolver
+        self.hyde = hyde
+        self.aggregator = aggregator
 
     @classmethod
     def from_settings(
@@ -121,6 +131,7 @@ class QueryWorkflow(Workflow):
         settings = settings or Settings()
         stack = build_stack(settings, llm=llm, embed_model=embed_model, reranker=reranker,
                             vector_store=vector_store)
+        llm_options = {"llm_timeout_s": settings.llm_timeout_s, "json_mode": settings.llm_json_mode}
         return cls(
             planner=QueryPlannerAgent(stack.llm, subquery_max=settings.subquery_max,
                                       enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge,
@@ -136,6 +147,11 @@ class QueryWorkflow(Workflow):
                                    min_score=settings.verify_min_score, llm_timeout_s=settings.llm_timeout_s,
                                    json_mode=settings.llm_json_mode),
             settings=settings,
+            resolver=ReferenceResolverAgent(stack.llm, **llm_options)
+            if stack.llm is not None and settings.resolve_with_llm else None,
+            hyde=HydeAgent(stack.llm, **llm_options) if stack.llm is not None and settings.subquery_hyde else None,
+            aggregator=AggregatorAgent(stack.llm, max_sentences=settings.writer_max_sentences, **llm_options)
+            if stack.llm is not None and settings.writer_mode == "aggregate" else None,
             **workflow_kwargs,
         )
 
@@ -186,6 +202,8 @@ class QueryWorkflow(Workflow):
         subqueries = [by_id[i] for i in (ev.retry_ids or run.plan.layers[ev.layer_index])]
         ctx.write_event_to_stream(LayerStarted(layer_index=ev.layer_index, subquery_ids=[s.id for s in subqueries]))
         started = time.perf_counter()
+        if not ev.retry_ids:
+            await self._prepare_layer(run, subqueries)
         variants = {sq.id: self._variants(run, sq, attempt=run.attempts.get(sq.id, 0) + 1) for sq in subqueries}
         flat = [v for sq_variants in variants.values() for v in sq_variants]
         hits = None if run.out_of_time(f"layer {ev.layer_index}") else await before_deadline(
@@ -210,7 +228,7 @@ class QueryWorkflow(Workflow):
             if ev.retry_ids and not searched_ok and sq.id in run.reports:
                 run.reports[sq.id].attempts = run.attempts[sq.id]  # a failed retry keeps what the first try found
                 continue
-            run.reports[sq.id] = self._report(run, sq, ev.layer_index, None if hits is None else (
+            run.reports[sq.id] = self._report(run, sq, self._layer_of(run, sq.id), None if hits is None else (
                 SearchHits() if searched_ok else results[sq.id][0]))
             best = run.ranked.get(sq.id, [])
             ctx.write_event_to_stream(SubqueryDone(
@@ -234,7 +252,7 @@ class QueryWorkflow(Workflow):
         started = time.perf_counter()
         run = ev.run
         answer = None if run.out_of_time("writing") else await before_deadline(
-            run.deadline, self.writer.awrite(run.plan.query, run.plan, ev.sources, run.ledger))
+            run.deadline, self._write(run, ev.sources))
         if answer is None:
             run.out_of_time("writing")
             answer = self.writer.lead_sentences(ev.sources, self.settings.writer_max_sentences)
@@ -244,7 +262,7 @@ class QueryWorkflow(Workflow):
         return drafted
 
     @step
-    async def verify(self, ctx: Context, ev: AnswerDrafted) -> StopEvent:
+    async def verify(self, ctx: Context, ev: AnswerDrafted) -> StopEvent | LayerQueued:
         run = ev.run
         started = time.perf_counter()
         verification = None if run.out_of_time("verification") else await before_deadline(
@@ -254,10 +272,45 @@ class QueryWorkflow(Workflow):
             verification = Verification(method="skipped: query deadline passed")
         run.add_time("verify_s", time.perf_counter() - started)
         ctx.write_event_to_stream(VerificationDone(verification=verification))
+        backtrack = self._backtrack_targets(run, ev.sources, verification)
+        if backtrack:  # search the subqueries behind unsupported sentences again, then write once more
+            run.backtracked = backtrack
+            return LayerQueued(run=run, layer_index=len(run.plan.layers) - 1, retry_ids=backtrack, backtrack=True)
         run.add_time("total_s", time.perf_counter() - run.started_at)
         return StopEvent(result=self._result(run, ev.answer, ev.sources, verification))
 
     # --- helpers -----------------------------------------------------------------------------------
+
+    async def _prepare_layer(self, run: QueryRun, subqueries: list[SubQuery]) -> None:
+        """LLM help before a layer's first search: `{sN}` rewrites from the parents' findings, then HyDE passages."""
+        dependent = [sq for sq in subqueries if PARENT_REFERENCE.search(sq.text)]
+        if self.resolver is not None and dependent:
+            by_id = {sq.id: sq for sq in run.plan.subqueries}
+            findings = {parent: (by_id[parent].text, passage_text(run.ranked[parent][0]))
+                        for sq in dependent for parent in sq.parents if run.ranked.get(parent)}
+            if findings:
+                run.rewritten.update(await self.resolver.aresolve(
+                    {sq.id: sq.text for sq in dependent}, findings, run.ledger))
+        if self.hyde is not None:
+            searchable = [sq.model_copy(update={"text": run.rewritten.get(sq.id, sq.text)}) for sq in subqueries
+                          if sq.id in run.rewritten or not PARENT_REFERENCE.search(sq.text)]
+            run.hyde.update(await self.hyde.apassages(searchable, run.ledger))
+
+    async def _write(self, run: QueryRun, sources: list[Source]) -> str:
+        if self.aggregator is not None and sources:
+            try:
+                return await self.aggregator.awrite(run.plan.query, run.plan, sources, run.ledger)
+            except Exception as error:
+                run.ledger.degrade("aggregator", describe_error(error), "single-pass writer")
+        return await self.writer.awrite(run.plan.query, run.plan, sources, run.ledger)
+
+    def _backtrack_targets(self, run: QueryRun, sources: list[Source], verification: Verification) -> list[str]:
+        """The subqueries whose sources the unsupported sentences cite (once per run, if time allows)."""
+        if not self.settings.verify_backtrack or run.backtracked or run.time_left() <= 0:
+            return []
+        cited = {sq_id for check in verification.sentences if not check.supported
+                 for n in check.citations if 1 <= n <= len(sources) for sq_id in sources[n - 1].subquery_ids}
+        return [sq.id for sq in run.plan.subqueries if sq.id in cited]
 
     def _kept_per_subquery(self, run: QueryRun) -> int:
         """Attribution keeps the top N per subquery; the single-query path keeps the whole budget."""
@@ -270,14 +323,15 @@ class QueryWorkflow(Workflow):
         synonyms and must_include terms, and a bridge tries the entities of one more parent document.
         """
         widen = self.settings.subquery_topk_step * (attempt - 1)
+        text = run.rewritten.get(sq.id, sq.text)
         request = SearchRequest(
-            text=sq.text, top_k=(sq.hints.top_k or self.settings.subquery_topk_base) + widen,
-            hyde=run.plan.hyde_document if run.path == "single" else None,
+            text=text, top_k=(sq.hints.top_k or self.settings.subquery_topk_base) + widen,
+            hyde=run.hyde.get(sq.id) or (run.plan.hyde_document if run.path == "single" else None),
             must_include=tuple(sq.hints.must_include), sections=tuple(sq.hints.sections))
         if attempt > 1:
-            extra = [t for t in [*sq.hints.synonyms, *sq.hints.must_include] if t.lower() not in sq.text.lower()]
-            request = replace(request, text=" ".join([sq.text, *extra]))
-        references = PARENT_REFERENCE.findall(sq.text)
+            extra = [t for t in [*sq.hints.synonyms, *sq.hints.must_include] if t.lower() not in text.lower()]
+            request = replace(request, text=" ".join([text, *extra]))
+        references = PARENT_REFERENCE.findall(text)
         if not references:
             return [Variant(sq.id, request)]
         found = {parent: hits for parent, hits in run.ranked.items() if hits}
@@ -299,9 +353,13 @@ class QueryWorkflow(Workflow):
         fallback = " ".join(resolve_references(child, {bridge_parent: titles[bridge_parent]}).split())
         return variants or [Variant(sq.id, replace(request, text=fallback))]
 
+    @staticmethod
+    def _layer_of(run: QueryRun, sq_id: str) -> int:
+        return next(i for i, layer in enumerate(run.plan.layers) if sq_id in layer)
+
     def _pool_size(self, run: QueryRun, sq: SubQuery) -> int:
         widen = self.settings.subquery_topk_step * run.attempts.get(sq.id, 0)
-        if PARENT_REFERENCE.search(sq.text):
+        if PARENT_REFERENCE.search(sq.text) and sq.id not in run.rewritten:
             return self.settings.bridge_rerank_top + widen
         return (sq.hints.top_k or self.settings.subquery_topk_base) + widen
 
@@ -385,6 +443,7 @@ class QueryWorkflow(Workflow):
             question=run.question, answer=answer, sources=sources, plan=run.plan, subqueries=reports,
             retrieval_confidence=label, retrieval_confidence_features=features, verification=verification,
             timings=run.timings, degradations=run.ledger.degradations, path=run.path,  # type: ignore[arg-type]
+            backtracked_subqueries=run.backtracked,
             partial=run.partial_reason is not None, partial_reason=run.partial_reason,
             llm_calls=LLMUsage(count=len(calls), prompt_tokens=sum(prompt) if prompt else None,
                                completion_tokens=sum(completion) if completion else None, calls=calls),

@@ -105,5 +105,7 @@ class QueryResult(BaseModel):
     llm_calls: LLMUsage = Field(default_factory=LLMUsage)
     degradations: list[Degradation] = Field(default_factory=list)
     path: Literal["dag", "single"] = "dag"
+    backtracked_subqueries: list[str] = Field(
+        default_factory=list, description="Subqueries searched again because the answer's sentences on them failed.")
     partial: bool = Field(False, description="The query deadline passed: this is what was found by then.")
     partial_reason: str | None = None
