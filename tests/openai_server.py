@@ -21,6 +21,10 @@ AGENT_MARKERS = {
     "planner": "You plan searches",
     "writer": "You answer questions from numbered sources",
     "verifier": "You check an answer against its sources",
+    "resolver": "You resolve references between search queries",
+    "hyde": "You write hypothetical passages",
+    "subanswer": "You answer search queries from numbered sources",
+    "aggregator": "You combine the answers to sub-questions",
 }
 
 
