@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -83,7 +84,14 @@ def render(result: QueryResult) -> None:
             status = report.status if report else "not run"
             parents = f" ← {', '.join(by_id[sq_id].parents)}" if by_id[sq_id].parents else ""
             score = f" best={report.best_score:.3f}" if report and report.best_score is not None else ""
-            branch.add(f"{sq_id}: {report.text if report else by_id[sq_id].text}{parents}  [{status}{score}]")
+            tries = f" tries={report.attempts}" if report and report.attempts > 1 else ""
+            line = branch.add(f"{sq_id}: {escape(by_id[sq_id].text)}{parents}  [{status}{score}{tries}]")
+            if report and report.searched_as and report.searched_as != by_id[sq_id].text:
+                line.add(f"[dim]searched as: {escape(report.searched_as)}[/]")
+    if result.backtracked_subqueries:
+        plan.add(f"[yellow]re-searched after verification:[/] {', '.join(result.backtracked_subqueries)}")
+    if result.partial:
+        plan.add(f"[red]partial result:[/] {result.partial_reason}")
     for note in result.plan.notes:
         plan.add(f"[yellow]note:[/] {note}")
     out.print(plan)
