@@ -104,7 +104,7 @@ class QueryPlannerAgent:
                 user = PLANNER_RETRY.format(previous=user, error=str(error))
                 continue
             executed = finalize_plan(plan, question=question, subquery_max=self.subquery_max,
-                                     origin=PlanOrigin.LLM)
+                                     origin=PlanOrigin.LLM, notes=notes)  # notes: why an earlier reply failed
             if executed is not None:
                 return executed
             issues = validate_plan(plan, question=question, subquery_max=self.subquery_max)

@@ -75,15 +75,21 @@ class VerifierAgent:
                 return await self._judge(sentences, sources, ledger)
             except Exception as error:
                 ledger.degrade("verifier", describe_error(error), "lexical/cross-encoder verifier")
-        return await self._offline(sentences, sources)
+        return await self._offline(sentences, sources, ledger)
 
-    async def _offline(self, sentences: list[str], sources: list[Source]) -> Verification:
+    async def _offline(self, sentences: list[str], sources: list[Source], ledger: RunLedger) -> Verification:
         evidence = [f"{source_title(s)}. {s.text}" for s in sources]
         pairs: list[tuple[int, int]] = []
         for i, sentence in enumerate(sentences):
             pairs += [(i, n) for n in _cited(sentence, len(sources))[1]]
-        scores = await self.reranker.ascore(
-            [(strip_citations(sentences[i]), evidence[n - 1]) for i, n in pairs])
+        method = "lexical+cross-encoder"
+        try:
+            scores = await self.reranker.ascore(
+                [(strip_citations(sentences[i]), evidence[n - 1]) for i, n in pairs])
+        except Exception as error:  # judge by content words alone
+            ledger.degrade("verifier", f"cross-encoder failed: {type(error).__name__}: {str(error)[:300]}",
+                           "lexical verifier")
+            scores, method = [0.0] * len(pairs), "lexical"
         by_sentence: dict[int, list[tuple[int, float, float]]] = {}
         for (i, n), score in zip(pairs, scores):
             overlap = containment(strip_citations(sentences[i]), evidence[n - 1])
@@ -108,8 +114,8 @@ class VerifierAgent:
                 sentence=sentence, citations=numbers, supported=supported,
                 supporting_source=best[0] if supported and best else None,
                 score=round(best[2], 4) if best else None, unknown_citations=unknown,
-                method="lexical+cross-encoder", reason=reason))
-        return _summary(checks, "lexical+cross-encoder")
+                method=method, reason=reason))
+        return _summary(checks, method)
 
     async def _judge(self, sentences: list[str], sources: list[Source], ledger: RunLedger) -> Verification:
         reply = await chat(

@@ -94,7 +94,12 @@ class WriterAgent:
                 )
             except Exception as error:
                 ledger.degrade("writer", describe_error(error), "extractive writer")
-        return await self._extractive(question, plan, sources)
+        try:
+            return await self._extractive(question, plan, sources)
+        except Exception as error:  # the cross-encoder that scores sentences failed
+            ledger.degrade("writer", f"extractive writer failed: {type(error).__name__}: {str(error)[:300]}",
+                           "lead sentence of each source")
+            return self.lead_sentences(sources, self.max_sentences)
 
     @staticmethod
     def lead_sentences(sources: list[Source], max_sentences: int) -> str:
