@@ -504,7 +504,8 @@ async def bench_peer(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding,
         runs["dagrag"].append({"wall_s": time.perf_counter() - started, "llm_calls": sum(server.calls.values()),
                                "passages": len(result.sources), "retrieved": len(result.sources),
                                "prompt_chars": sum(server.prompt_chars.values()),
-                               "subqueries": len(result.plan.subqueries)})
+                               "subqueries": len(result.plan.subqueries),
+                               "stages_s": {k: v for k, v in result.timings.items() if not k.startswith("layer_")}})
         server.reset()
         started = time.perf_counter()
         response = await baseline.engine.aquery(QUESTION)
@@ -520,6 +521,8 @@ async def bench_peer(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding,
                 **{k: items[-1][k] for k in ("llm_calls", "passages", "retrieved", "prompt_chars", "subqueries")}}
 
     dag, subq = summary(runs["dagrag"]), summary(runs["subq"])
+    dag["stages_s"] = {k: round(median([r["stages_s"].get(k, 0.0) for r in runs["dagrag"]]), 4)
+                       for k in runs["dagrag"][-1]["stages_s"]}
     ratios = {"llm_calls": round(dag["llm_calls"] / subq["llm_calls"], 3),
               "passages": round(dag["passages"] / subq["passages"], 3),
               "wall": round(dag["wall_s"] / subq["wall_s"], 3),
@@ -582,8 +585,8 @@ async def bench_scale(cfg: BenchConfig) -> dict[str, Any]:
     dim, vector_name = 384, "text-dense"
     limit = Settings().subquery_topk_base * Settings().dense_overfetch
     results: dict[str, Any] = {}
-    queries = 20 if cfg.quick else 30
     for size in cfg.scale_sizes:
+        queries = 20 if size <= 50_000 else 10
         client = QdrantClient(location=":memory:")
         client.create_collection("scale", vectors_config={vector_name: rest.VectorParams(
             size=dim, distance=rest.Distance.COSINE)})
@@ -615,7 +618,7 @@ async def bench_scale(cfg: BenchConfig) -> dict[str, Any]:
         del client
         gc.collect()
     return {"qdrant_p50_ms": {size: r["query_p50_ms"] for size, r in results.items()},
-            "details": {**results, "limit": limit, "queries": queries,
+            "details": {**results, "limit": limit, "queries": "20 per size, 10 above 50k",
                         "how": "QdrantClient(':memory:') — the embedded engine, exact search; one query vs a "
                                "layer's batch of 4 (query_batch_points)"}}
 
@@ -679,7 +682,7 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         queries=args.queries or (10 if quick else 100), reps=args.reps or (2 if quick else 5),
         scale_sizes=[int(s) for s in args.scale_sizes.split(",")] if args.scale_sizes
         else ([2_000, 5_000] if quick else [5_000, 50_000, 200_000]),
-        ingest_passages=256 if quick else 1024, orchestration_runs=30 if quick else 200,
+        ingest_passages=256 if quick else 512, orchestration_runs=30 if quick else 200,
         sections=sections, pool_questions=30 if quick else None)
 
 
@@ -733,6 +736,12 @@ def print_table(results: dict[str, Any]) -> None:
             d = details["scale"]
             detail = "layer of 4: " + ", ".join(
                 f"{k}: {v['layer_batch4_p50_ms']} ms" for k, v in d.items() if isinstance(v, dict) and "load_s" in v)
+        elif key == "orchestration_overhead_ms" and "orchestration" in details:
+            d = details["orchestration"]
+            detail = f"p50 {d['given_plan']['p50_ms']} ms; with the rule planner {d['rule_planner']['mean_ms']} ms"
+        elif key == "peer_subq":
+            detail = "dagrag s: " + ", ".join(f"{k[:-2]} {v:.3f}" for k, v in
+                                              results["peer_subq"]["dagrag"].get("stages_s", {}).items())
         table.add_row(key, str(value), row["target"], "✓" if row["met"] else "✗", detail)
     Console(width=160).print(table)
 

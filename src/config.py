@@ -73,7 +73,9 @@ class Settings(BaseSettings):
         description="`onnx:ms-marco-MiniLM-L-12-v2` (bundled INT8) or `cross-encoder:<name|path>`.",
     )
     rerank_max_tokens: int = Field(256, ge=32, le=512, description="Truncation of (query, passage) pairs.")
-    rerank_batch_size: int = Field(32, ge=1, le=1024)
+    rerank_batch_size: int = Field(
+        1, ge=1, le=1024, description="Pairs per cross-encoder forward pass. 1 suits the bundled INT8 model "
+        "(no padding, scores independent of batchmates; measured fastest); raise it for a GPU cross-encoder.")
 
     # --- Qdrant --------------------------------------------------------------------------------
     qdrant_path: Path = Field(Path(".dagrag/qdrant"), description="Embedded Qdrant folder, or `:memory:`.")

@@ -57,7 +57,7 @@ def bundled_reranker_dir() -> Path:
 class OnnxCrossEncoder:
     """A BERT cross-encoder exported to ONNX, with its `tokenizer.json`."""
 
-    def __init__(self, folder: Path, *, max_tokens: int = 256, batch_size: int = 32, threads: int = 0) -> None:
+    def __init__(self, folder: Path, *, max_tokens: int = 256, batch_size: int = 1, threads: int = 0) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
