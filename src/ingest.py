@@ -151,8 +151,10 @@ def ingest_nodes(
     else:
         present = set()
     todo = [n for n in nodes if n.node_id not in present]
+    dim = len(embed_model.get_text_embedding("dimension probe")) if todo else None
+    if todo and exists:  # a collection made elsewhere records no model: its vector size must still fit
+        check_collection_model(client, settings.collection, settings.embed_model, dim=dim)
     if todo and not exists:
-        dim = len(embed_model.get_text_embedding("dimension probe"))
         create_collection(client, settings.collection, dim=dim, embed_spec=settings.embed_model,
                           vector_name=DEFAULT_DENSE_VECTOR_NAME)
     if todo:

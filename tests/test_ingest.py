@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from qdrant_client.http import models as rest
 
 from dagrag import IngestError, Settings
 from dagrag.cli import main
@@ -74,3 +75,94 @@ def test_cli_ingest_reports_errors_without_a_traceback(tmp_path, capsys, monkeyp
     monkeypatch.chdir(tmp_path)
     assert main(["ingest", str(tmp_path / "missing.jsonl")]) == 2
     assert "missing.jsonl: no such file or folder" in capsys.readouterr().err
+
+
+# --- interrupted, malformed, mismatched ------------------------------------------------------------
+
+class FailingEmbedder:
+    """The real embedding model, except that its `fail_on`-th batch raises (a crash mid-ingest)."""
+
+    def __init__(self, inner, fail_on: int) -> None:
+        self.inner, self.fail_on, self.batches = inner, fail_on, 0
+
+    def get_text_embedding(self, text):
+        return self.inner.get_text_embedding(text)
+
+    def get_text_embedding_batch(self, texts, **kwargs):
+        self.batches += 1
+        if self.batches == self.fail_on:
+            raise RuntimeError("killed mid-ingest")
+        return self.inner.get_text_embedding_batch(texts, **kwargs)
+
+
+class FailingWrites:
+    """A Qdrant client whose `fail_on`-th write raises (the store goes away mid-ingest)."""
+
+    def __init__(self, inner, fail_on: int) -> None:
+        self._inner, self._fail_on, self._writes = inner, fail_on, 0
+
+    def upload_points(self, *args, **kwargs):
+        self._writes += 1
+        if self._writes == self._fail_on:
+            raise ConnectionError("Qdrant went away")
+        return self._inner.upload_points(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def stored(settings: Settings) -> dict[str, str]:
+    """Point id -> stored text, reading every point (and checking no id appears twice)."""
+    client = open_qdrant(settings)[0]
+    points, offset = [], None
+    while True:
+        page, offset = client.scroll(settings.collection, limit=256, offset=offset, with_payload=True)
+        points += page
+        if offset is None:
+            break
+    ids = [str(p.id) for p in points]
+    assert len(ids) == len(set(ids)) == client.count(settings.collection, exact=True).count
+    return {str(p.id): json.loads(p.payload["_node_content"])["text"] for p in points}
+
+
+@pytest.mark.parametrize("fault", ["embedding", "write"])
+def test_an_interrupted_ingest_run_again_ends_complete_without_duplicates(tmp_path, embed_model, fault):
+    nodes = read_nodes(SAMPLE)[:70]
+    settings = Settings(qdrant_path=tmp_path, collection="interrupted", embed_batch_size=8)  # 9 batches
+    if fault == "embedding":
+        with pytest.raises(RuntimeError, match="killed mid-ingest"):
+            ingest_nodes(settings, nodes, FailingEmbedder(embed_model, fail_on=5))
+    else:
+        client, aclient = open_qdrant(settings)
+        with pytest.raises(ConnectionError, match="Qdrant went away"):
+            ingest_nodes(settings, nodes, embed_model, clients=(FailingWrites(client, fail_on=4), aclient))
+    before = stored(settings)
+    assert 0 < len(before) < len(nodes) and len(before) % 8 == 0  # whole batches, nothing half-written
+
+    report = ingest_nodes(settings, read_nodes(SAMPLE)[:70], embed_model)
+    assert (report.already_present, report.added) == (len(before), len(nodes) - len(before))
+    after = stored(settings)
+    assert after == {n.node_id: n.text for n in nodes}  # every document once, with its own text
+    assert ingest_nodes(settings, nodes, embed_model).added == 0
+
+
+def test_a_malformed_file_writes_nothing_even_after_good_records(tmp_path, monkeypatch, capsys):
+    data = tmp_path / "mixed.jsonl"
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()[:3]
+    data.write_text("\n".join([*lines, '{"paragraphs": [{"title": "x", "text": 5}]}']) + "\n", encoding="utf-8")
+    monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "q"))
+    monkeypatch.setenv("DAGRAG_COLLECTION", "mixed")
+    assert main(["ingest", str(data)]) == 2
+    assert "mixed.jsonl:4: paragraph 0 needs a string 'title' and a non-empty string 'text'" in \
+        " ".join(capsys.readouterr().err.split())
+    assert not open_qdrant(Settings())[0].collection_exists("mixed")
+
+
+def test_a_collection_of_another_dimension_is_refused_before_anything_is_written(tmp_path, embed_model):
+    settings = Settings(qdrant_path=tmp_path, collection="foreign")
+    client = open_qdrant(settings)[0]  # made elsewhere: no dagrag metadata, 768-d vectors
+    client.create_collection("foreign", vectors_config={
+        "text-dense": rest.VectorParams(size=768, distance=rest.Distance.COSINE)})
+    with pytest.raises(IngestError, match=r"'foreign' holds 768-d vectors; 'local:all-MiniLM-L6-v2' makes 384-d"):
+        ingest_nodes(settings, read_nodes(SAMPLE)[:3], embed_model)
+    assert client.count("foreign").count == 0
