@@ -238,7 +238,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(f"unknown system(s) {', '.join(unknown)}; valid: {', '.join(SYSTEMS)}")
     examples = load_examples(Path(args.data), limit=args.limit, seed=args.seed)
     base = Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir))
-    corpus = pooled_corpus(examples, base.embed_model)
+    corpus = pooled_corpus(examples, base.embed_model + ("+bm25" if base.hybrid else ""))
     settings = base.model_copy(update={"collection": f"eval_{corpus.key}"})
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
     reranker = build_reranker(settings)

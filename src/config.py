@@ -115,6 +115,8 @@ class Settings(BaseSettings):
         3, ge=1, le=50, description="Pooled candidates of a bridge hop that the cross-encoder scores.")
     bridge_title_boost: float = Field(
         0.3, ge=0, le=1, description="Dense-score lift of a page titled by the candidate entity.")
+    hybrid: bool = Field(
+        False, description="Dense + BM25 sparse retrieval fused with RRF (the collection must be ingested with it).")
     resolve_with_llm: bool = Field(
         True, description="With an LLM: rewrite `{sN}` subqueries from the parents' findings (else bridge searches).")
     subquery_hyde: bool = Field(

@@ -156,7 +156,7 @@ def ingest_nodes(
         check_collection_model(client, settings.collection, settings.embed_model, dim=dim)
     if todo and not exists:
         create_collection(client, settings.collection, dim=dim, embed_spec=settings.embed_model,
-                          vector_name=DEFAULT_DENSE_VECTOR_NAME)
+                          vector_name=DEFAULT_DENSE_VECTOR_NAME, hybrid=settings.hybrid)
     if todo:
         store = open_vector_store(settings, clients=clients)
         batch_size = settings.embed_batch_size

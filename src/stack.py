@@ -28,6 +28,7 @@ from .agents.reranker import (
 )
 from .config import Settings, split_spec
 from .errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
+from .sparse import encode_documents, encode_queries
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -168,12 +169,23 @@ def check_collection_model(client: QdrantClient, collection: str, embed_spec: st
             f"collection {collection!r} holds {recorded_dim}-d vectors; {embed_spec!r} makes {dim}-d ones")
 
 
-def create_collection(client: QdrantClient, collection: str, *, dim: int, embed_spec: str, vector_name: str) -> None:
+def create_collection(client: QdrantClient, collection: str, *, dim: int, embed_spec: str, vector_name: str,
+                      hybrid: bool = False) -> None:
     client.create_collection(
         collection_name=collection,
         vectors_config={vector_name: rest.VectorParams(size=dim, distance=rest.Distance.COSINE)},
+        # Qdrant computes the IDF of the BM25 sparse vectors from the collection itself.
+        sparse_vectors_config={SPARSE_VECTOR_NAME: rest.SparseVectorParams(modifier=rest.Modifier.IDF)}
+        if hybrid else None,
         metadata={EMBED_MODEL_KEY: embed_spec, EMBED_DIM_KEY: dim},
     )
+
+
+def has_sparse_vectors(client: QdrantClient, collection: str) -> bool:
+    return SPARSE_VECTOR_NAME in (client.get_collection(collection).config.params.sparse_vectors or {})
+
+
+SPARSE_VECTOR_NAME = "text-sparse-bm25"
 
 
 class LocalAwareQdrantVectorStore(QdrantVectorStore):
@@ -199,7 +211,15 @@ def open_vector_store(
                 f"collection {settings.collection!r} does not exist at {settings.qdrant_location()}; "
                 f"ingest documents first: dagrag ingest PATH")
         check_collection_model(client, settings.collection, settings.embed_model)
-    return LocalAwareQdrantVectorStore(collection_name=settings.collection, client=client, aclient=aclient)
+    sparse = client.collection_exists(settings.collection) and has_sparse_vectors(client, settings.collection)
+    if settings.hybrid and client.collection_exists(settings.collection) and not sparse:
+        raise CollectionNotFoundError(
+            f"collection {settings.collection!r} was built without sparse vectors, so DAGRAG_HYBRID=true cannot "
+            "search it; ingest into a new DAGRAG_COLLECTION with DAGRAG_HYBRID=true, or turn hybrid off")
+    # A collection with sparse vectors gets them on every write, whether or not this run searches them.
+    hybrid = {"enable_hybrid": True, "sparse_doc_fn": encode_documents, "sparse_query_fn": encode_queries,
+              "sparse_vector_name": SPARSE_VECTOR_NAME} if settings.hybrid or sparse else {}
+    return LocalAwareQdrantVectorStore(collection_name=settings.collection, client=client, aclient=aclient, **hybrid)
 
 
 def build_stack(

@@ -18,6 +18,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client.http import models as rest
 
+from ..sparse import query_vector
 from ..text import tokens
 from .cache import LRUCache
 
@@ -38,6 +39,12 @@ class SearchHits:
     """The candidates of one request, best first; `score` is the boosted dense similarity."""
 
     candidates: list[NodeWithScore] = field(default_factory=list)
+
+
+def _scaled_to_best(points: list[rest.ScoredPoint]) -> list[rest.ScoredPoint]:
+    """RRF scores are tiny rank sums; scaled so the best is 1, the must_include/section boosts keep their weight."""
+    best = max((p.score for p in points), default=0.0)
+    return [p.model_copy(update={"score": p.score / best}) for p in points] if best > 0 else points
 
 
 def _contains_phrase(haystack: list[str], phrase: list[str]) -> bool:
@@ -73,12 +80,14 @@ class SearcherAgent:
         must_include_boost: float = 0.1,
         section_boost_weight: float = 0.2,
         query_cache_size: int = 1024,
+        hybrid: bool = False,
     ) -> None:
         self.vector_store = vector_store
         self.embed_model = embed_model
         self.dense_overfetch = dense_overfetch
         self.must_include_boost = must_include_boost
         self.section_boost_weight = section_boost_weight
+        self.hybrid = hybrid
         # The embedded (local) Qdrant client is plain Python; one batch query at a time.
         self._local_lock = threading.Lock()
         self.query_cache: LRUCache[str, list[float]] = LRUCache(query_cache_size)
@@ -108,7 +117,7 @@ class SearcherAgent:
                 hyde_row += 1
             queries.append(vector.tolist())
         limits = [r.top_k * self.dense_overfetch for r in requests]
-        responses = await self._query_batch(queries, limits)
+        responses = await self._query_batch(queries, limits, [r.text for r in requests])
         return [self._rank(request, points) for request, points in zip(requests, responses)]
 
     async def asearch_subquery(
@@ -119,12 +128,14 @@ class SearcherAgent:
                                                          must_include=tuple(must_include))])
         return hits.candidates
 
-    async def _query_batch(self, queries: list[list[float]], limits: list[int]) -> list[list[rest.ScoredPoint]]:
+    async def _query_batch(self, queries: list[list[float]], limits: list[int], texts: list[str]
+                           ) -> list[list[rest.ScoredPoint]]:
         store = self.vector_store
-        batch = [
-            rest.QueryRequest(query=query, using=store.dense_vector_name, limit=limit, with_payload=True)
-            for query, limit in zip(queries, limits)
-        ]
+        if self.hybrid:
+            batch = [self._hybrid_request(query, limit, text) for query, limit, text in zip(queries, limits, texts)]
+        else:
+            batch = [rest.QueryRequest(query=query, using=store.dense_vector_name, limit=limit, with_payload=True)
+                     for query, limit in zip(queries, limits)]
         aclient = getattr(store, "_aclient", None)
         if aclient is not None:
             responses = await aclient.query_batch_points(collection_name=store.collection_name, requests=batch)
@@ -134,7 +145,18 @@ class SearcherAgent:
                     return store.client.query_batch_points(collection_name=store.collection_name, requests=batch)
 
             responses = await asyncio.to_thread(run)
-        return [response.points for response in responses]
+        points = [response.points for response in responses]
+        return [_scaled_to_best(p) for p in points] if self.hybrid else points
+
+    def _hybrid_request(self, dense: list[float], limit: int, text: str) -> rest.QueryRequest:
+        """Dense and BM25 candidates fused by reciprocal rank (RRF) inside Qdrant, one request per subquery."""
+        indices, values = query_vector(text)
+        store = self.vector_store
+        return rest.QueryRequest(
+            prefetch=[rest.Prefetch(query=dense, using=store.dense_vector_name, limit=limit),
+                      rest.Prefetch(query=rest.SparseVector(indices=indices, values=values),
+                                    using=store.sparse_vector_name, limit=limit)],
+            query=rest.FusionQuery(fusion=rest.Fusion.RRF), limit=limit, with_payload=True)
 
     def _rank(self, request: SearchRequest, points: list[rest.ScoredPoint]) -> SearchHits:
         result = self.vector_store.parse_to_query_result(points)

@@ -139,7 +139,7 @@ class QueryWorkflow(Workflow):
             searcher=SearcherAgent(stack.vector_store, stack.embed_model,
                                    dense_overfetch=settings.dense_overfetch,
                                    must_include_boost=settings.must_include_boost,
-                                   section_boost_weight=settings.section_boost_weight),
+                                   section_boost_weight=settings.section_boost_weight, hybrid=settings.hybrid),
             reranker=stack.reranker,
             writer=WriterAgent(stack.reranker, stack.llm, max_sentences=settings.writer_max_sentences,
                                llm_timeout_s=settings.llm_timeout_s),
