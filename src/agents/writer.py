@@ -7,17 +7,19 @@ in one batch, each cited.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from llama_index.core import PromptTemplate
 from llama_index.core.llms import LLM
 
-from ..text import split_sentences
+from ..text import split_sentences, strip_citations
 from ..work_flows.plan import ExecutedPlan
 from ..work_flows.result import RunLedger, Source
 from .llm_calls import chat, describe_error
 from .reranker import RerankerAgent
 
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])")
 NO_EVIDENCE_ANSWER = "I found no passage in the collection that answers this question."
 
 WRITER_SYSTEM = PromptTemplate(
@@ -52,6 +54,13 @@ def fence_sources(sources: list[Source]) -> str:
         title = source_title(source).replace('"', "'")
         blocks.append(f'<source id="{n}" title="{title}">\n{body}\n</source>')
     return "\n".join(blocks)
+
+
+def quoted_sentences(text: str) -> list[str]:
+    """A source's sentences as the extractive writer may quote them: without bracketed numbers like "[7]",
+    which in the answer would read as citations (a footnote mark, or text planted to cite a fake source)."""
+    stripped = (_SPACE_BEFORE_PUNCTUATION.sub(r"\1", strip_citations(s)) for s in split_sentences(text))
+    return [sentence for sentence in stripped if sentence]
 
 
 @dataclass(frozen=True)
@@ -107,14 +116,14 @@ class WriterAgent:
         if not sources:
             return NO_EVIDENCE_ANSWER
         cited = [f"{sentences[0]} [{n}]" for n, source in enumerate(sources, start=1)
-                 if (sentences := split_sentences(source.text))]
+                 if (sentences := quoted_sentences(source.text))]
         return " ".join(cited[:max_sentences]) or NO_EVIDENCE_ANSWER
 
     async def _extractive(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> str:
         candidates = [
             _Candidate(n, position, sentence)
             for n, source in enumerate(sources, start=1)
-            for position, sentence in enumerate(split_sentences(source.text))
+            for position, sentence in enumerate(quoted_sentences(source.text))
         ]
         subquery_text = {sq.id: sq.text for sq in plan.subqueries}
         pairs = [(question, c.sentence) for c in candidates]
