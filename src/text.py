@@ -20,7 +20,8 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])((?:\s*\[\d+(?:\s*,\s*\d+)*\])*)\s+(?=[\"'(]?[A-Z0-9])")
 _ONLY_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newlines
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def tokens(text: str) -> list[str]:
@@ -36,6 +37,15 @@ def content_words(text: str) -> list[str]:
 
 def has_control_chars(text: str) -> bool:
     return bool(_CONTROL.search(text))
+
+
+def has_lone_surrogates(text: str) -> bool:
+    """Python strings can hold halves of UTF-16 pairs that no UTF-8 encoder (HTTP, JSON, Qdrant) accepts."""
+    return bool(_SURROGATE.search(text))
+
+
+def without_control_chars(text: str) -> str:
+    return _SURROGATE.sub(" ", _CONTROL.sub(" ", text))
 
 
 def split_sentences(text: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidQuestionError
-from ..text import has_control_chars
+from ..text import has_control_chars, has_lone_surrogates, without_control_chars
 
 MAX_HISTORY_TURNS = 50
 
@@ -18,6 +18,8 @@ def check_question(query: Any, max_chars: int) -> str:
         raise InvalidQuestionError(f"the question must be a string, got {type(query).__name__}")
     if has_control_chars(query):
         raise InvalidQuestionError("the question contains control characters")
+    if has_lone_surrogates(query):
+        raise InvalidQuestionError("the question is not valid Unicode text (it holds a lone surrogate)")
     question = " ".join(query.split())
     if not question:
         raise InvalidQuestionError("the question is empty")
@@ -38,5 +40,5 @@ def check_history(history: Any, max_chars: int) -> list[str]:
         text = turn.get("content") if isinstance(turn, dict) else getattr(turn, "content", turn)
         if not isinstance(text, str):
             raise InvalidQuestionError("each history turn must be a string or have a string 'content'")
-        turns.append(" ".join(text.split())[: max_chars * 4])
+        turns.append(" ".join(without_control_chars(text).split())[: max_chars * 4])  # context, not a question
     return [t for t in turns if t]
