@@ -75,10 +75,11 @@ async def test_fifty_concurrent_runs_on_one_instance_each_get_their_own_result(m
         events = [event async for event in handler.stream_events()]
         return events, await handler
 
-    # Each question alone first, then all 50 at once. The INT8 cross-encoder's scores shift slightly with
-    # the batch a pair is scored in, so the concurrent runs read the scores (and query embeddings) the
-    # runs alone cached: everything else, Qdrant searches, plans, hops, critic, backtracking, writer and
-    # verifier calls, runs for real side by side.
+    # Each question alone first, then all 50 at once. Model outputs can shift in the last digits with the
+    # batch they are computed in (padding; INT8 dynamic quantization when RERANK_BATCH_SIZE > 1), which
+    # could flip near-ties, so the concurrent runs read the scores and query embeddings the runs alone
+    # cached; everything else (Qdrant searches, plans, hops, critic, backtracking, writer and verifier
+    # calls, the shared caches themselves) runs for real, side by side.
     forget_model_outputs(workflow)
     alone = {q: await asyncio.wait_for(workflow.run(query=q), timeout=HANG_GUARD_S) for q in questions}
     together = await asyncio.wait_for(asyncio.gather(*(streamed(q) for q in questions)), timeout=HANG_GUARD_S)
