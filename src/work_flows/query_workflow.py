@@ -166,6 +166,15 @@ class QueryWorkflow(Workflow):
             kwargs["history"] = check_history(kwargs.get("history"), self.settings.max_question_chars)
         return super().run(*args, **kwargs)
 
+    def _get_steps(self) -> dict[str, Any]:
+        # The runtime looks the steps up (inspect.getmembers) several times per step it runs: ~1 ms a query.
+        # They change only when a step is added to the class, so they are found once per class version.
+        version = type(self)._step_functions_version
+        cached = self.__dict__.get("_steps_by_version")
+        if cached is None or cached[0] != version:
+            cached = self.__dict__["_steps_by_version"] = (version, super()._get_steps())
+        return dict(cached[1])
+
     # --- the pipeline ----------------------------------------------------------------------------
 
     @step
