@@ -36,10 +36,12 @@ def echo_writer(user: str) -> str:
 
 
 def echo_verifier(user: str) -> str:
-    """Judges a sentence supported when it cites source 1 or 2: the rest send the run back to search again."""
-    sentences = re.findall(r"^(\d+)\. .*?\[(\d+)\]", user, re.MULTILINE)
-    return json.dumps({"sentences": [{"index": int(i), "supported": int(n) <= 2, "source": int(n)}
-                                     for i, n in sentences]})
+    """Judges every sentence supported, except, for "Which/Who ..." questions, those citing source 3 or
+    later: those runs go back to search again (backtracking) while the others run."""
+    sentences = re.findall(r"^(\d+)\. (.*?)\[(\d+)\]", user, re.MULTILINE)
+    backtrack = bool(sentences) and sentences[0][1].startswith(("Which", "Who"))
+    return json.dumps({"sentences": [{"index": int(i), "supported": not (backtrack and int(n) >= 3), "source": int(n)}
+                                     for i, _, n in sentences]})
 
 
 def forget_model_outputs(workflow) -> None:
