@@ -16,6 +16,7 @@ from .conftest import ROOT
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import bench
+import llm_sim
 
 
 def _config(**overrides) -> bench.BenchConfig:
@@ -29,26 +30,30 @@ def _body(system: str, user: str) -> dict:
     return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
 
 
-def test_simulated_server_answers_every_agent():
-    server = bench.SimulatedLLMServer()
-    kind, plan = server.reply(_body("You plan searches for a multi-hop question", "Question: ..."))
+def test_simulated_llm_answers_every_agent():
+    def reply(body: dict) -> tuple[str, str]:
+        return llm_sim.reply(body, question=bench.QUESTION, subqueries=list(bench.SUBQUERIES))
+
+    kind, plan = reply(_body("You plan searches for a multi-hop question", "Question: ..."))
     assert kind == "planner" and [s["text"] for s in json.loads(plan)["subqueries"]] == list(bench.SUBQUERIES)
-    kind, answer = server.reply(_body("You answer questions from numbered sources ... there are 3 sources.", "x"))
+    kind, answer = reply(_body("You answer questions from numbered sources ... there are 3 sources.", "x"))
     assert kind == "writer" and answer.count("[") == 3
-    kind, verdicts = server.reply(_body("You check an answer against its sources.",
-                                        "Sentences:\n1. Born in 1980 [2].\n2. Born later [1].\n\nSources:\n..."))
+    kind, verdicts = reply(_body("You check an answer against its sources.",
+                                 "Sentences:\n1. Born in 1980 [2].\n2. Born later [1].\n\nSources:\n..."))
     assert kind == "verifier" and [v["source"] for v in json.loads(verdicts)["sentences"]] == [2, 1]
-    kind, scores = server.reply(_body(bench.JUDGE_SYSTEM, "Query: annie morton\n[1] Annie Morton is\n[2] other"))
+    kind, scores = reply(_body(llm_sim.JUDGE_SYSTEM, "Query: annie morton\n[1] Annie Morton is\n[2] other"))
     assert kind == "judge" and json.loads(scores)["scores"] == [2, 0]
-    kind, questions = server.reply({"messages": [{"role": "user", "content":
-                                                  "Given a user question, and a list of tools, output ..."}]})
+    kind, questions = reply({"messages": [{"role": "user", "content":
+                                           "Given a user question, and a list of tools, output ..."}]})
     assert kind == "subq_questions" and "wikipedia" in questions
-    assert server.reply(_body("You are an expert Q&A system", "Context information"))[0] == "answer"
+    assert reply(_body("You are an expert Q&A system", "Context information"))[0] == "answer"
 
 
 async def test_network_layer_overlaps_its_calls():
-    with bench.SimulatedLLMServer() as server:
+    with llm_sim.SimulatedLLMServer(question=bench.QUESTION, subqueries=list(bench.SUBQUERIES)) as server:
         result = await bench.bench_network(_config(), server)
+        server.reset()
+        assert server.stats()["calls"] == {}
     calls = result["details"]["calls"]
     assert calls["layer"] == {"embedding_calls": 1, "judge_calls": 4, "layers": 1}
     assert calls["chain"] == {"embedding_calls": 4, "judge_calls": 4, "layers": 4}
