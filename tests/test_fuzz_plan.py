@@ -281,3 +281,16 @@ def test_an_overlong_query_is_replaced_by_the_question():
     assert [i.code for i in validate_plan(plan, question=QUESTION, subquery_max=4)] == ["query_too_long"]
     executed = finalize_plan(plan, question=QUESTION, subquery_max=4, origin=PlanOrigin.LLM)
     assert executed is not None and executed.query == QUESTION and executed.origin is PlanOrigin.REPAIRED
+
+
+def test_a_query_unrelated_to_the_question_is_replaced_by_the_question():
+    plan = Plan(query="00", subqueries=[SubQuery(id="s1", text="Scott Derrickson nationality")])
+    assert [i.code for i in validate_plan(plan, question=QUESTION, subquery_max=4)] == ["query_off_topic"]
+    executed = finalize_plan(plan, question=QUESTION, subquery_max=4, origin=PlanOrigin.LLM)
+    assert executed is not None and executed.query == QUESTION and "replaced the query '00'" in executed.notes[0]
+
+
+def test_a_json_object_that_is_not_a_plan_is_refused_by_name():
+    # e.g. the first subquery of a reply that was cut short
+    with pytest.raises(PlanParseError, match="not a plan: it has none of the fields query, requires_retrieval"):
+        parse_plan('{"subqueries": [{"id": "s1", "text": "Ed Wood"}, {"id": "s2", "te', QUESTION)

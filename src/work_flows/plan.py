@@ -151,6 +151,9 @@ class ExecutedPlan(Plan):
     layers: list[list[str]] = Field(default_factory=list)
 
 
+PLAN_FIELDS = ("query", "requires_retrieval", "hyde_document", "subqueries")
+
+
 class PlanParseError(ValueError):
     """The text holds no JSON object that fits the Plan schema."""
 
@@ -185,6 +188,8 @@ def extract_json_object(text: str) -> dict[str, Any]:
 def parse_plan(text: str, question: str) -> Plan:
     """Parse an LLM reply into a Plan; raises PlanParseError naming what is wrong."""
     data = extract_json_object(text)
+    if not PLAN_FIELDS & data.keys():  # e.g. one subquery object out of a reply cut short
+        raise PlanParseError(f"the JSON object is not a plan: it has none of the fields {', '.join(PLAN_FIELDS)}")
     if not isinstance(data.get("query"), str) or not data["query"].strip():
         data["query"] = question
     subqueries = data.get("subqueries")
@@ -230,6 +235,8 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
     if len(plan.query) > _query_limit(question):
         issues.append(PlanIssue(code="query_too_long",
                                 message=f"the query is {len(plan.query)} characters, at most {_query_limit(question)}"))
+    elif not _is_grounded(plan.query, set(content_words(question))):
+        issues.append(PlanIssue(code="query_off_topic", message="the query shares no content word with the question"))
     question_words = set(content_words(question)) | set(content_words(plan.query))
     all_ids = {sq.id for sq in plan.subqueries}
     seen: set[str] = set()
@@ -289,6 +296,9 @@ def repair_plan(plan: Plan, *, question: str, subquery_max: int) -> tuple[Plan, 
     query = plan.query
     if len(query) > _query_limit(question):
         notes.append(f"replaced the {len(query)}-character query with the question")
+        query = question
+    elif not _is_grounded(query, set(content_words(question))):
+        notes.append(f"replaced the query {query[:80]!r} (no content word of the question) with the question")
         query = question
     question_words = set(content_words(question)) | set(content_words(query))
 
