@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     subquery_max: int = Field(4, ge=1, le=16)
     subquery_topk_base: int = Field(5, ge=1, le=200, description="Candidates reranked per subquery.")
     subquery_max_iters: int = Field(
-        1, ge=1, le=10, description="Searches per subquery: above 1, the critic retries weak subqueries.")
+        1, ge=0, le=10, description="Critic retries per subquery (0 = off) of weak, uncovered or failed ones.")
     subquery_topk_step: int = Field(3, ge=0, le=100)
     attribution_top_n: int = Field(1, ge=1, le=50, description="Documents kept per subquery.")
     coverage_min_ratio: float = Field(0.5, ge=0, le=1)

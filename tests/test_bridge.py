@@ -110,8 +110,8 @@ async def test_bridge_questions_of_the_sample_gain_joint_recall_over_the_single_
 
 async def test_the_critic_retries_weak_subqueries_with_a_wider_search(make_workflow):
     question = "Who is older, Annie Morton or Terry Richardson?"
-    once = await make_workflow().run(query=question)
-    retried = await make_workflow(subquery_max_iters=2, critic_min_score=1.0, subquery_topk_step=3).run(query=question)
+    once = await make_workflow(subquery_max_iters=0, critic_min_score=1.0).run(query=question)
+    retried = await make_workflow(subquery_max_iters=1, critic_min_score=1.0, subquery_topk_step=3).run(query=question)
     assert [r.attempts for r in once.subqueries] == [1, 1]
     assert [r.attempts for r in retried.subqueries] == [2, 2]
     for first, second in zip(once.subqueries, retried.subqueries):

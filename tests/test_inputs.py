@@ -85,7 +85,7 @@ def test_history_is_context_cleaned_and_bounded_not_refused():
     ("attribution_top_n", 0, "greater than or equal to 1"),
     ("context_budget", 0, "greater than or equal to 1"),
     ("subquery_topk_base", 0, "greater than or equal to 1"),
-    ("subquery_max_iters", 0, "greater than or equal to 1"),
+    ("subquery_max_iters", -1, "greater than or equal to 0"),
     ("section_boost_weight", -1, "greater than or equal to 0"),
     ("llm_timeout_s", 0, "greater than 0"),
     ("llm_max_retries", -1, "greater than or equal to 0"),

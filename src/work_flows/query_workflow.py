@@ -249,7 +249,7 @@ class QueryWorkflow(Workflow):
 
     @step
     async def critique(self, ev: LayerSearched) -> LayerQueued | LayerAccepted:
-        """Send weak, uncovered or failed subqueries of the layer back for a wider search, within SUBQUERY_MAX_ITERS."""
+        """Send weak, uncovered or failed subqueries of the layer back for a wider search (SUBQUERY_MAX_ITERS times)."""
         run = ev.run
         retry = [sq_id for sq_id in run.plan.layers[ev.layer_index] if self._needs_retry(run, sq_id)]
         if retry and not run.out_of_time("the critic"):
@@ -379,7 +379,7 @@ class QueryWorkflow(Workflow):
 
     def _needs_retry(self, run: QueryRun, sq_id: str) -> bool:
         report = run.reports.get(sq_id)
-        if report is None or run.attempts.get(sq_id, 0) >= self.settings.subquery_max_iters:
+        if report is None or run.attempts.get(sq_id, 0) > self.settings.subquery_max_iters:
             return False
         return report.status in ("failed", "uncovered") or (report.best_score or 0.0) < self.settings.critic_min_score
 
