@@ -18,7 +18,7 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client.http import models as rest
 
-from .agents.llm_calls import RetryPolicy, attach_retry_policy
+from .agents.llm_calls import RetryPolicy, attach_retry_policy, has_retry_policy
 from .agents.reranker import (
     OnnxCrossEncoder,
     PairScorer,
@@ -234,6 +234,9 @@ def build_stack(
         reranker = build_reranker(settings)
     elif not isinstance(reranker, RerankerAgent):
         reranker = RerankerAgent(reranker)
+    if llm is not None and not has_retry_policy(llm):
+        # A caller's LLM gets the same bounded retries as one built here (its client may retry as well).
+        attach_retry_policy(llm, RetryPolicy(settings.llm_max_retries, settings.llm_retry_backoff_s))
     return Stack(
         llm=llm if llm is not None else build_llm(settings),
         embed_model=embed_model or build_embed_model(settings.embed_model, settings.embed_batch_size),

@@ -63,6 +63,10 @@ def attach_retry_policy(llm: LLM, policy: RetryPolicy) -> LLM:
     return llm
 
 
+def has_retry_policy(llm: LLM) -> bool:
+    return id(llm) in _policies
+
+
 def retry_policy_of(llm: LLM) -> RetryPolicy:
     """The attached policy; an LLM built elsewhere keeps its own client's retries and gets none here."""
     return _policies.get(id(llm), RetryPolicy())

@@ -442,7 +442,9 @@ class QueryWorkflow(Workflow):
             kept_node_ids=[h.node.node_id for h in ranked[:keep]])
 
     def _result(self, run: QueryRun, answer: str, sources: list, verification: Any) -> QueryResult:
-        reports = [run.reports[sq.id] for sq in run.plan.subqueries if sq.id in run.reports]
+        reports = [run.reports.get(sq.id) or SubqueryReport(
+            id=sq.id, text=sq.text, layer=self._layer_of(run, sq.id), status="skipped",
+            error=run.partial_reason or "the plan needs no retrieval") for sq in run.plan.subqueries]
         label, features = confidence(reports, min_ratio=self.settings.coverage_min_ratio,
                                      high_score=self.settings.high_confidence_score)
         calls = run.ledger.llm_calls
