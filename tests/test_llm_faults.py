@@ -184,3 +184,16 @@ def test_backoff_is_exponential_capped_and_honours_retry_after():
 def test_what_counts_as_transient(error, retryable):
     assert is_retryable(error) is retryable
     assert describe_error(error)
+
+
+def test_an_llm_passed_in_by_the_caller_gets_the_settings_retry_policy(sample_store_path, embed_model, reranker):
+    from llama_index.llms.openai_like import OpenAILike
+
+    from dagrag.agents.llm_calls import retry_policy_of
+    from dagrag.stack import build_stack
+
+    llm = OpenAILike(model="m", api_base="http://127.0.0.1:9/v1", api_key="x")
+    settings = Settings(qdrant_path=sample_store_path, collection="sample", llm_max_retries=3,
+                        llm_retry_backoff_s=0.25)
+    build_stack(settings, llm=llm, embed_model=embed_model, reranker=reranker)
+    assert retry_policy_of(llm).max_retries == 3 and retry_policy_of(llm).backoff_s == 0.25
