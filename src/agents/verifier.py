@@ -77,31 +77,37 @@ class VerifierAgent:
                 ledger.degrade("verifier", describe_error(error), "lexical/cross-encoder verifier")
         return await self._offline(sentences, sources, ledger)
 
+    def _supports(self, judged: tuple[int, float, float | None]) -> bool:
+        _, overlap, score = judged
+        return overlap >= self.min_overlap or (score is not None and score >= self.min_score)
+
     async def _offline(self, sentences: list[str], sources: list[Source], ledger: RunLedger) -> Verification:
         evidence = [f"{source_title(s)}. {s.text}" for s in sources]
-        pairs: list[tuple[int, int]] = []
+        overlap: dict[tuple[int, int], float] = {}
         for i, sentence in enumerate(sentences):
-            pairs += [(i, n) for n in _cited(sentence, len(sources))[1]]
+            for n in _cited(sentence, len(sources))[1]:
+                overlap[(i, n)] = containment(strip_citations(sentence), evidence[n - 1])
+        # The cross-encoder only judges what the words alone do not settle (a copied sentence needs no model).
+        unsettled = [pair for pair, share in overlap.items() if share < self.min_overlap]
         method = "lexical+cross-encoder"
         try:
             scores = await self.reranker.ascore(
-                [(strip_citations(sentences[i]), evidence[n - 1]) for i, n in pairs])
+                [(strip_citations(sentences[i]), evidence[n - 1]) for i, n in unsettled]) if unsettled else []
         except Exception as error:  # judge by content words alone
             ledger.degrade("verifier", f"cross-encoder failed: {type(error).__name__}: {str(error)[:300]}",
                            "lexical verifier")
-            scores, method = [0.0] * len(pairs), "lexical"
-        by_sentence: dict[int, list[tuple[int, float, float]]] = {}
-        for (i, n), score in zip(pairs, scores):
-            overlap = containment(strip_citations(sentences[i]), evidence[n - 1])
-            by_sentence.setdefault(i, []).append((n, overlap, score))
+            scores, method = [0.0] * len(unsettled), "lexical"
+        model_score = dict(zip(unsettled, scores))
+        by_sentence: dict[int, list[tuple[int, float, float | None]]] = {}
+        for (i, n), share in overlap.items():
+            by_sentence.setdefault(i, []).append((n, share, model_score.get((i, n))))
 
         checks = []
         for i, sentence in enumerate(sentences):
             numbers, valid, unknown = _cited(sentence, len(sources))
             judged = by_sentence.get(i, [])
-            best = max(judged, key=lambda t: (t[1] >= self.min_overlap or t[2] >= self.min_score, t[2]),
-                       default=None)
-            supported = best is not None and (best[1] >= self.min_overlap or best[2] >= self.min_score)
+            best = max(judged, key=lambda t: (self._supports(t), t[1] if t[2] is None else t[2]), default=None)
+            supported = best is not None and self._supports(best)
             if not numbers:
                 reason = "cites no source"
             elif not valid:
@@ -113,7 +119,7 @@ class VerifierAgent:
             checks.append(SentenceCheck(
                 sentence=sentence, citations=numbers, supported=supported,
                 supporting_source=best[0] if supported and best else None,
-                score=round(best[2], 4) if best else None, unknown_citations=unknown,
+                score=round(best[2], 4) if best and best[2] is not None else None, unknown_citations=unknown,
                 method=method, reason=reason))
         return _summary(checks, method)
 
