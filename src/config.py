@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     bridge_title_boost: float = Field(
         0.0, ge=0, le=1, description="Dense-score lift of a page titled by the candidate entity (0: measured no gain).")
     hybrid: bool = Field(
-        False, description="Dense + BM25 sparse retrieval fused with RRF (the collection must be ingested with it).")
+        True, description="Dense + BM25 sparse retrieval fused with RRF; new collections get sparse vectors.")
     resolve_with_llm: bool = Field(
         True, description="With an LLM: rewrite `{sN}` subqueries from the parents' findings (else bridge searches).")
     subquery_hyde: bool = Field(

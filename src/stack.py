@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -186,6 +187,7 @@ def has_sparse_vectors(client: QdrantClient, collection: str) -> bool:
 
 
 SPARSE_VECTOR_NAME = "text-sparse-bm25"
+logger = logging.getLogger("dagrag")
 
 
 class LocalAwareQdrantVectorStore(QdrantVectorStore):
@@ -211,14 +213,14 @@ def open_vector_store(
                 f"collection {settings.collection!r} does not exist at {settings.qdrant_location()}; "
                 f"ingest documents first: dagrag ingest PATH")
         check_collection_model(client, settings.collection, settings.embed_model)
-    sparse = client.collection_exists(settings.collection) and has_sparse_vectors(client, settings.collection)
-    if settings.hybrid and client.collection_exists(settings.collection) and not sparse:
-        raise CollectionNotFoundError(
-            f"collection {settings.collection!r} was built without sparse vectors, so DAGRAG_HYBRID=true cannot "
-            "search it; ingest into a new DAGRAG_COLLECTION with DAGRAG_HYBRID=true, or turn hybrid off")
+    exists = client.collection_exists(settings.collection)
+    sparse = exists and has_sparse_vectors(client, settings.collection)
+    if settings.hybrid and exists and not sparse:
+        logger.warning("collection %r has no sparse vectors: dense search only (ingest into a new collection for "
+                       "hybrid search, or set DAGRAG_HYBRID=false to silence this)", settings.collection)
     # A collection with sparse vectors gets them on every write, whether or not this run searches them.
     hybrid = {"enable_hybrid": True, "sparse_doc_fn": encode_documents, "sparse_query_fn": encode_queries,
-              "sparse_vector_name": SPARSE_VECTOR_NAME} if settings.hybrid or sparse else {}
+              "sparse_vector_name": SPARSE_VECTOR_NAME} if sparse or (settings.hybrid and not exists) else {}
     return LocalAwareQdrantVectorStore(collection_name=settings.collection, client=client, aclient=aclient, **hybrid)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dagrag import CollectionNotFoundError, QueryWorkflow, Settings
+from dagrag import QueryWorkflow, Settings
 from dagrag.agents.searcher import SearchRequest
 from dagrag.ingest import ingest_nodes, make_node
 from dagrag.sparse import document_vector, query_vector, term_id
@@ -55,7 +55,15 @@ async def test_hybrid_search_fuses_and_finds_exact_names(hybrid_settings, embed_
         assert set(record["supporting_titles"]) <= {s.metadata["title"] for s in result.sources}
 
 
-def test_hybrid_search_of_a_dense_only_collection_is_refused_by_name(sample_store_path, embed_model, reranker):
-    settings = Settings(qdrant_path=sample_store_path, collection="sample", hybrid=True)
-    with pytest.raises(CollectionNotFoundError, match=r"without sparse vectors.*DAGRAG_HYBRID"):
-        QueryWorkflow.from_settings(settings, embed_model=embed_model, reranker=reranker)
+async def test_a_dense_only_collection_is_searched_dense_with_a_warning(tmp_path, embed_model, reranker, caplog):
+    dense_only = Settings(qdrant_path=tmp_path, collection="dense", hybrid=False)
+    ingest_nodes(dense_only, [make_node(p["text"], p["title"]) for p in sample_records()[0]["paragraphs"]],
+                 embed_model)
+    client, _ = open_qdrant(dense_only)
+    assert not has_sparse_vectors(client, "dense")
+    workflow = QueryWorkflow.from_settings(dense_only.model_copy(update={"hybrid": True}), embed_model=embed_model,
+                                           reranker=reranker)
+    assert "has no sparse vectors: dense search only" in caplog.text
+    assert workflow.searcher.hybrid is False
+    [hits] = await workflow.searcher.asearch_layer([SearchRequest(text="Corliss Archer", top_k=3)])
+    assert hits.candidates and hits.candidates[0].score < 1.0  # cosine similarity, not a scaled RRF score
