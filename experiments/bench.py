@@ -56,7 +56,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval import SubQuestionBaseline, pooled_corpus
+from eval import SubQuestionBaseline, index_spec, pooled_corpus
 from eval_data import Example, load_examples
 from eval_metrics import percentile
 from llm_sim import JUDGE_SYSTEM, SimulatedLLMServer
@@ -260,7 +260,7 @@ def open_pool(data: Path, index_dir: Path, embed_model: BaseEmbedding, *, pool_q
     """eval.py's pooled corpus and collection; built if missing (progress shown), reused otherwise."""
     examples = load_examples(data, limit=pool_questions)
     base = base or Settings()
-    corpus = pooled_corpus(examples, base.embed_model)
+    corpus = pooled_corpus(examples, index_spec(base))
     settings = base.model_copy(update={"qdrant_path": index_dir, "collection": f"eval_{corpus.key}"})
     try:
         open_qdrant(settings)

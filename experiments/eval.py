@@ -45,6 +45,11 @@ class Corpus:
     key: str
 
 
+def index_spec(settings: Settings) -> str:
+    """What an index is built with, beside its corpus: a hybrid index is a different collection."""
+    return settings.embed_model + ("+bm25" if settings.hybrid else "")
+
+
 def pooled_corpus(examples: list[Example], embed_spec: str) -> Corpus:
     nodes: dict[str, Any] = {}
     for example in examples:
@@ -238,7 +243,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit(f"unknown system(s) {', '.join(unknown)}; valid: {', '.join(SYSTEMS)}")
     examples = load_examples(Path(args.data), limit=args.limit, seed=args.seed)
     base = Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir))
-    corpus = pooled_corpus(examples, base.embed_model + ("+bm25" if base.hybrid else ""))
+    corpus = pooled_corpus(examples, index_spec(base))
     settings = base.model_copy(update={"collection": f"eval_{corpus.key}"})
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
     reranker = build_reranker(settings)
