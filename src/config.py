@@ -114,7 +114,7 @@ class Settings(BaseSettings):
     bridge_rerank_top: int = Field(
         3, ge=1, le=50, description="Pooled candidates of a bridge hop that the cross-encoder scores.")
     bridge_title_boost: float = Field(
-        0.0, ge=0, le=1, description="Dense-score lift of a page titled by the candidate entity (0: measured no gain).")
+        0.3, ge=0, le=1, description="Search-score lift of a page titled by the candidate entity.")
     hybrid: bool = Field(
         True, description="Dense + BM25 sparse retrieval fused with RRF; new collections get sparse vectors.")
     resolve_with_llm: bool = Field(
