@@ -214,39 +214,15 @@ class QueryWorkflow(Workflow):
         started = time.perf_counter()
         if not ev.retry_ids:
             await self._prepare_layer(run, subqueries)
-        variants = {sq.id: self._variants(run, sq, attempt=run.attempts.get(sq.id, 0) + 1) for sq in subqueries}
-        flat = [v for sq_variants in variants.values() for v in sq_variants]
-        hits = None if run.out_of_time(f"layer {ev.layer_index}") else await before_deadline(
-            run.deadline, self._search(flat))
-        if hits is None:
-            run.out_of_time(f"the search of layer {ev.layer_index}")
-        searched = time.perf_counter()
-        run.add_time("search_s", searched - started)
-        results: dict[str, list[SearchHits | BaseException]] = {sq.id: [] for sq in subqueries}
-        for variant, result in zip(flat, hits or []):
-            results[variant.subquery_id].append(result)
-        pools = {} if hits is None else {
-            sq.id: pool_candidates(variants[sq.id], results[sq.id], exclude_node_ids=self._parents_kept(run, sq),
-                                   keep=self._pool_size(run, sq), title_boost=self.settings.bridge_title_boost)
-            for sq in subqueries}
-        await self._rerank(run, pools)
-        run.add_time("rerank_s", time.perf_counter() - searched)
+        results = await self._search_and_rerank(run, subqueries, ev.layer_index)
         run.add_time(f"layer_{ev.layer_index}_s", time.perf_counter() - started)
         for sq in subqueries:
-            run.attempts[sq.id] = run.attempts.get(sq.id, 0) + 1
-            searched_ok = any(isinstance(h, SearchHits) for h in results[sq.id])
-            if ev.retry_ids and not searched_ok and sq.id in run.reports:
-                run.reports[sq.id].attempts = run.attempts[sq.id]  # a failed retry keeps what the first try found
-                continue
-            run.reports[sq.id] = self._report(run, sq, self._layer_of(run, sq.id), None if hits is None else (
-                SearchHits() if searched_ok else results[sq.id][0]))
-            best = run.ranked.get(sq.id, [])
-            ctx.write_event_to_stream(SubqueryDone(
-                subquery_id=sq.id, status=run.reports[sq.id].status, best_score=run.reports[sq.id].best_score,
-                best_title=str(best[0].node.metadata.get("title", "")) if best else None))
-        searched_event = LayerSearched(run=run, layer_index=ev.layer_index)
-        ctx.write_event_to_stream(searched_event)
-        return searched_event
+            done = self._record(run, sq, None if results is None else results[sq.id], retry=bool(ev.retry_ids))
+            if done is not None:
+                ctx.write_event_to_stream(done)
+        searched = LayerSearched(run=run, layer_index=ev.layer_index)
+        ctx.write_event_to_stream(searched)
+        return searched
 
     @step
     async def critique(self, ev: LayerSearched) -> LayerQueued | LayerAccepted:
@@ -383,6 +359,43 @@ class QueryWorkflow(Workflow):
         if report is None or run.attempts.get(sq_id, 0) > self.settings.subquery_max_iters:
             return False
         return report.status in ("failed", "uncovered") or (report.best_score or 0.0) < self.settings.critic_min_score
+
+    async def _search_and_rerank(self, run: QueryRun, subqueries: list[SubQuery], layer_index: int
+                                 ) -> dict[str, list[SearchHits | BaseException]] | None:
+        """Every variant of every subquery in one search batch, then one rerank call; None if out of time."""
+        started = time.perf_counter()
+        variants = {sq.id: self._variants(run, sq, attempt=run.attempts.get(sq.id, 0) + 1) for sq in subqueries}
+        flat = [v for sq_variants in variants.values() for v in sq_variants]
+        hits = None if run.out_of_time(f"layer {layer_index}") else await before_deadline(
+            run.deadline, self._search(flat))
+        searched = time.perf_counter()
+        run.add_time("search_s", searched - started)
+        if hits is None:
+            run.out_of_time(f"the search of layer {layer_index}")
+            return None
+        results: dict[str, list[SearchHits | BaseException]] = {sq.id: [] for sq in subqueries}
+        for variant, result in zip(flat, hits):
+            results[variant.subquery_id].append(result)
+        await self._rerank(run, {
+            sq.id: pool_candidates(variants[sq.id], results[sq.id], exclude_node_ids=self._parents_kept(run, sq),
+                                   keep=self._pool_size(run, sq), title_boost=self.settings.bridge_title_boost)
+            for sq in subqueries})
+        run.add_time("rerank_s", time.perf_counter() - searched)
+        return results
+
+    def _record(self, run: QueryRun, sq: SubQuery, results: list[SearchHits | BaseException] | None, *,
+                retry: bool) -> SubqueryDone | None:
+        """The subquery's report after this search; a failed retry keeps what the earlier try found."""
+        run.attempts[sq.id] = run.attempts.get(sq.id, 0) + 1
+        searched_ok = results is not None and any(isinstance(h, SearchHits) for h in results)
+        if retry and not searched_ok and sq.id in run.reports:
+            run.reports[sq.id].attempts = run.attempts[sq.id]
+            return None
+        outcome = None if results is None else (SearchHits() if searched_ok else results[0])
+        report = run.reports[sq.id] = self._report(run, sq, self._layer_of(run, sq.id), outcome)
+        best = run.ranked.get(sq.id, [])
+        return SubqueryDone(subquery_id=sq.id, status=report.status, best_score=report.best_score,
+                            best_title=str(best[0].node.metadata.get("title", "")) if best else None)
 
     async def _search(self, variants: list[Variant]) -> list[SearchHits | Exception]:
         requests = [v.request for v in variants]
