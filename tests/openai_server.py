@@ -171,3 +171,12 @@ class ScriptedOpenAIServer:
                 self.wfile.write(data)
 
         return Handler
+
+
+def scripted_llm(server: ScriptedOpenAIServer) -> Any:
+    """The real OpenAI-compatible client of the stack, pointed at the server: no retries, a short timeout."""
+    from dagrag import Settings
+    from dagrag.stack import build_llm
+
+    return build_llm(Settings(llm="openai-like:scripted-model", llm_base_url=server.base_url, llm_max_retries=0,
+                              llm_timeout_s=5))

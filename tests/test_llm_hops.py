@@ -7,10 +7,7 @@ import json
 
 import pytest
 
-from dagrag import Settings
-from dagrag.stack import build_llm
-
-from .openai_server import ScriptedOpenAIServer, server_error
+from .openai_server import ScriptedOpenAIServer, scripted_llm, server_error
 
 CORLISS = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 BRIDGE_PLAN = {
@@ -35,9 +32,7 @@ def server():
 @pytest.fixture
 def llm_workflow(server, make_workflow):
     def build(**overrides):
-        settings = Settings(llm="openai-like:scripted-model", llm_base_url=server.base_url, llm_max_retries=0,
-                            llm_timeout_s=5)
-        return make_workflow(llm=build_llm(settings), context_budget=2, **overrides)
+        return make_workflow(llm=scripted_llm(server), context_budget=2, **overrides)
     return build
 
 

@@ -6,10 +6,7 @@ import json
 
 import pytest
 
-from dagrag import Settings
-from dagrag.stack import build_llm
-
-from .openai_server import ScriptedOpenAIServer
+from .openai_server import ScriptedOpenAIServer, scripted_llm
 
 QUESTION = "Were Scott Derrickson and Ed Wood of the same nationality?"
 GOOD_PLAN = {
@@ -36,9 +33,7 @@ def server():
 @pytest.fixture
 def llm_workflow(server, make_workflow):
     def build(**overrides):
-        settings = Settings(llm="openai-like:scripted-model", llm_base_url=server.base_url, llm_max_retries=0,
-                            llm_timeout_s=5)
-        return make_workflow(llm=build_llm(settings), **overrides)
+        return make_workflow(llm=scripted_llm(server), **overrides)
     return build
 
 
