@@ -64,19 +64,14 @@ from llm_sim import JUDGE_SYSTEM, SimulatedLLMServer
 from dagrag import Plan, QueryResult, QueryWorkflow, Settings
 from dagrag.agents.planner import QueryPlannerAgent
 from dagrag.agents.reranker import RerankerAgent
-from dagrag.agents.searcher import SearcherAgent, SearchHits, SearchRequest, embed_texts
-from dagrag.errors import QdrantUnavailableError
+from dagrag.agents.searcher import embed_texts
+from dagrag.core.errors import QdrantUnavailableError
+from dagrag.core.result import Verification
+from dagrag.core.search import SearchHits, SearchRequest
+from dagrag.core.sources import passage_text
 from dagrag.ingest import ingest_nodes, make_node
-from dagrag.stack import (
-    _local_clients,
-    build_embed_model,
-    build_llm,
-    build_reranker,
-    open_qdrant,
-    open_vector_store,
-)
-from dagrag.work_flows.query_workflow import passage_text
-from dagrag.work_flows.result import Verification
+from dagrag.stack import build_embed_model, build_llm, build_reranker
+from dagrag.store import close_local_client, open_qdrant, open_vector_store
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "hotpotqa_dev.jsonl"
@@ -208,22 +203,10 @@ class LLMJudgeScorer:
 
 # --- zero-cost fakes (orchestration overhead) -----------------------------------------------------
 
-class ZeroEmbedding(BaseEmbedding):
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return [1.0, 0.0]
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return [1.0, 0.0]
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return [1.0, 0.0]
-
-
-class ZeroSearcher(SearcherAgent):
+class ZeroSearcher:
     """Canned candidates, no embedding and no Qdrant."""
 
     def __init__(self, nodes: list[TextNode]) -> None:
-        super().__init__(None, ZeroEmbedding())  # type: ignore[arg-type]
         self.nodes = nodes
 
     async def asearch_layer(self, requests: Sequence[SearchRequest]) -> list[SearchHits]:
@@ -238,6 +221,9 @@ class ZeroScorer:
 
 class ZeroWriter:
     async def awrite(self, question: str, plan: Any, sources: list[Any], ledger: Any) -> str:
+        return "An answer [1]."
+
+    def lead_sentences(self, sources: list[Any]) -> str:
         return "An answer [1]."
 
 
@@ -274,14 +260,6 @@ def open_pool(data: Path, index_dir: Path, embed_model: BaseEmbedding, *, pool_q
     if report.added:
         log(f"indexed {report.added} passages in {report.seconds:.0f} s")
     return Pool(examples=examples, nodes=corpus.nodes, settings=settings)
-
-
-def close_local(location: str | Path) -> None:
-    """Release an embedded Qdrant folder this process opened (so a child process can open it)."""
-    key = str(Path(location).expanduser().resolve()) if str(location) != ":memory:" else ":memory:"
-    client = _local_clients.pop(key, None)
-    if client is not None:
-        client.close()
 
 
 # --- sections ---------------------------------------------------------------------------------------
@@ -326,8 +304,8 @@ async def bench_orchestration(cfg: BenchConfig) -> dict[str, Any]:
     nodes = [make_node(f"Passage {i} about {name}.", name) for i, name in enumerate(SUBQUERIES * 3)]
     settings = Settings()
     workflow = QueryWorkflow(planner=QueryPlannerAgent(None), searcher=ZeroSearcher(nodes),
-                             reranker=RerankerAgent(ZeroScorer(), name="zero"), writer=ZeroWriter(),  # type: ignore[arg-type]
-                             verifier=ZeroVerifier(), settings=settings)  # type: ignore[arg-type]
+                             reranker=RerankerAgent(ZeroScorer(), name="zero"), writer=ZeroWriter(),
+                             verifier=ZeroVerifier(), settings=settings)
     plan = plan_of(SUBQUERIES, chain=False)
     out: dict[str, Any] = {}
     for name, kwargs in (("given_plan", {"plan": plan}), ("rule_planner", {})):
@@ -471,7 +449,7 @@ async def bench_ingest(cfg: BenchConfig, pool: Pool, embed_model: Any) -> dict[s
         raw_after = raw()
         again = ingest_nodes(settings, nodes, embed_model)
     finally:
-        close_local(folder)
+        close_local_client(folder)
         shutil.rmtree(folder, ignore_errors=True)
     raw_s = (raw_before + raw_after) / 2
     return {

@@ -31,7 +31,8 @@ from eval_metrics import answer_match, best_over_aliases, exact_match, f1_score,
 
 from dagrag import Plan, QueryResult, QueryWorkflow, Settings
 from dagrag.ingest import ingest_nodes, make_node
-from dagrag.stack import build_embed_model, build_llm, build_reranker, open_vector_store
+from dagrag.stack import build_embed_model, build_llm, build_reranker
+from dagrag.store import open_vector_store
 
 SYSTEMS = ("single", "dag", "oracle", "subq")
 METRICS = ("em", "f1", "match", "recall", "joint_recall", "passages_per_question", "context_tokens",

@@ -35,7 +35,8 @@ from dagrag import QueryWorkflow, Settings
 from dagrag.agents.planner import QueryPlannerAgent
 from dagrag.agents.reranker import OnnxCrossEncoder, RerankerAgent, bundled_reranker_dir
 from dagrag.agents.searcher import SearcherAgent
-from dagrag.stack import build_embed_model, open_vector_store
+from dagrag.stack import build_embed_model
+from dagrag.store import open_vector_store
 
 
 def parse_ints(text: str) -> list[int]:
@@ -75,7 +76,7 @@ async def sweep(args: argparse.Namespace) -> dict[str, Any]:
             reranker = RerankerAgent(scorers[key], cache_size=0)
         workflow = QueryWorkflow(
             planner=QueryPlannerAgent(None, subquery_max=settings.subquery_max), searcher=searcher, reranker=reranker,
-            writer=ZeroWriter(), verifier=ZeroVerifier(), settings=settings)  # type: ignore[arg-type]
+            writer=ZeroWriter(), verifier=ZeroVerifier(), settings=settings)
         label = f"k={top_k} " + ("dense" if max_tokens is None else f"tokens={max_tokens} batch={batch_size}")
         recall, joint, rerank_s, pairs = [], [], [], []
         for example in tqdm(questions, desc=label, unit="q", leave=False):

@@ -1,16 +1,16 @@
 """dagrag: multi-hop question answering on LlamaIndex Workflows."""
 
 from .config import Settings
-from .errors import (
+from .core.errors import (
     CollectionNotFoundError,
     DagragError,
     IngestError,
     InvalidQuestionError,
     QdrantUnavailableError,
 )
-from .work_flows.plan import ExecutedPlan, Plan, PlanOrigin
+from .core.plan import ExecutedPlan, Plan, PlanOrigin
+from .core.result import QueryResult
 from .work_flows.query_workflow import QueryWorkflow
-from .work_flows.result import QueryResult
 
 __all__ = [
     "CollectionNotFoundError",

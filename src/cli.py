@@ -18,9 +18,9 @@ from rich.table import Table
 from rich.tree import Tree
 
 from .config import Settings
-from .errors import DagragError
+from .core.errors import DagragError
+from .core.result import QueryResult
 from .work_flows.events import LayerStarted, PlanReady, SubqueryDone
-from .work_flows.result import QueryResult
 
 console = Console(stderr=True)
 out = Console()

@@ -24,9 +24,9 @@ from llama_index.vector_stores.qdrant.base import DEFAULT_DENSE_VECTOR_NAME
 from qdrant_client import QdrantClient
 
 from .config import Settings
-from .errors import IngestError
-from .stack import check_collection_model, create_collection, open_qdrant, open_vector_store
-from .work_flows.evidence import content_key
+from .core.errors import IngestError
+from .core.sources import content_key
+from .store import check_collection_model, create_collection, open_qdrant, open_vector_store
 
 ID_NAMESPACE = uuid.UUID("6f1c2a4e-5d0b-4c1e-9a57-d4a6b0e2c3f1")
 TEXT_SUFFIXES = (".txt", ".md")

@@ -10,6 +10,7 @@ import pytest
 
 from dagrag import Settings
 from dagrag.ingest import ingest_nodes, make_node
+from dagrag.store import close_local_client
 
 from .conftest import ROOT
 
@@ -76,7 +77,7 @@ def test_ingest_writes_every_batch_and_skips_them_next_time(tmp_path):
         first = ingest_nodes(settings, nodes, bench.NetworkEmbedding(delay=0.0), progress=done.append)
         again = ingest_nodes(settings, nodes, bench.NetworkEmbedding(delay=0.0))
     finally:
-        bench.close_local(tmp_path / "q")
+        close_local_client(tmp_path / "q")
     assert first.added == 30 and sum(done) == 30 and len(done) == 4
     assert again.added == 0 and again.already_present == 30
 

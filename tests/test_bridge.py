@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from dagrag.agents.bridge import bridge_queries, named_spans, titled_by, unexplained_words
 from dagrag.agents.searcher import SearchHits, SearchRequest
-from dagrag.work_flows.bridge import bridge_queries, named_spans, titled_by, unexplained_words
 from dagrag.work_flows.variants import Variant, pool_candidates
 
 from .conftest import sample_records

@@ -12,6 +12,7 @@ import asyncio
 import json
 import re
 
+from dagrag.llm import LLMClient
 from dagrag.work_flows.events import PlanReady, SubqueryDone
 
 from .conftest import sample_records
@@ -68,8 +69,8 @@ def fingerprint(result) -> dict:
 
 async def test_fifty_concurrent_runs_on_one_instance_each_get_their_own_result(make_workflow):
     workflow = make_workflow(subquery_topk_base=2)  # isolation is the point, not depth: fewer pairs to score
-    workflow.writer.llm = workflow.verifier.llm = ScriptedLLM(
-        replies={"writer": echo_writer, "verifier": echo_verifier})
+    workflow.writer.client = workflow.verifier.client = LLMClient(ScriptedLLM(
+        replies={"writer": echo_writer, "verifier": echo_verifier}))
     questions = fifty_questions()
 
     async def streamed(question: str):

@@ -10,7 +10,7 @@ import asyncio
 from dagrag.agents.reranker import RerankerAgent
 from dagrag.agents.searcher import SearcherAgent, SearchRequest
 from dagrag.agents.writer import NO_EVIDENCE_ANSWER
-from dagrag.work_flows.result import RunLedger
+from dagrag.core.result import RunLedger
 
 DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"
 HANG_GUARD_S = 120  # only a hang can reach it

@@ -1,8 +1,8 @@
 """Property tests: the planner's parser, validator and repairer over any text and any JSON.
 
-The boundary: `extract_json_object` and `parse_plan` either return or raise `PlanParseError` (nothing
-else, whatever the input); `validate_plan`, `repair_plan` and `finalize_plan` never raise for any Plan.
-What `finalize_plan` returns is always executable: it validates clean, its layers are a topological
+The boundary: `extract_json_object` and `parse_plan` either return or raise `ReplyParseError` (`PlanParseError`
+for a plan; nothing else, whatever the input); `validate_plan`, `repair_plan` and `finalize_plan` never raise
+for any Plan. What `finalize_plan` returns is always executable: it validates clean, its layers are a topological
 order of the DAG, and every kept subquery is one the planner wrote (repairs drop and cut, never invent).
 
 Cases per run: 250 + 250 + 350 + 150 + 100 = 1,100 (max_examples below), plus the fixed edge cases.
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from dagrag.work_flows.plan import (
+from dagrag.core.plan import (
     MAX_NOTES,
     ExecutedPlan,
     Plan,
@@ -26,13 +26,13 @@ from dagrag.work_flows.plan import (
     PlanOrigin,
     PlanParseError,
     SubQuery,
-    extract_json_object,
     finalize_plan,
     layer_plan,
     parse_plan,
     repair_plan,
     validate_plan,
 )
+from dagrag.core.replies import ReplyParseError, extract_json_object
 
 QUESTION = "Were Scott Derrickson and Ed Wood of the same nationality?"
 
@@ -175,10 +175,10 @@ def check_pipeline(plan: Plan, question: str, subquery_max: int) -> ExecutedPlan
 @fuzz(250)
 @given(text=st.text(any_char, max_size=300) | st.text("{}[]\":,0123456789.eE-+ \\ntrufalsn`json", max_size=300)
        | st.binary(max_size=50) | json_values)
-def test_extract_json_object_returns_a_dict_or_raises_plan_parse_error(text):
+def test_extract_json_object_returns_a_dict_or_raises_reply_parse_error(text):
     try:
         value = extract_json_object(text)
-    except PlanParseError:
+    except ReplyParseError:
         return
     assert isinstance(value, dict)
 

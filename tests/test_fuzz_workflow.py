@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagrag import QueryResult, Settings
+from dagrag.core.plan import validate_plan
+from dagrag.llm import LLMClient
 from dagrag.stack import build_llm
-from dagrag.work_flows.plan import validate_plan
 
 from .openai_server import ScriptedOpenAIServer
 from .scripted_llm import ScriptedLLM
@@ -79,11 +80,11 @@ def assert_valid_result(result: QueryResult) -> None:
 
 @pytest.fixture(scope="module")
 def fuzz_workflow(make_workflow):
-    """One workflow; each case swaps in a fresh scripted LLM (the agents only hold a reference to it)."""
+    """One workflow; each case swaps in a client over a fresh scripted LLM (the agents only hold a reference to it)."""
     workflow = make_workflow(subquery_max=SUBQUERY_MAX)
 
     def with_llm(llm: ScriptedLLM):
-        workflow.planner.llm = workflow.writer.llm = workflow.verifier.llm = llm
+        workflow.planner.client = workflow.writer.client = workflow.verifier.client = LLMClient(llm)
         return workflow
     return with_llm
 

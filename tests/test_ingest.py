@@ -10,7 +10,7 @@ from qdrant_client.http import models as rest
 from dagrag import IngestError, Settings
 from dagrag.cli import main
 from dagrag.ingest import ingest_nodes, read_nodes
-from dagrag.stack import open_qdrant
+from dagrag.store import open_qdrant
 
 from .conftest import SAMPLE
 

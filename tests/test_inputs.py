@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from dagrag import InvalidQuestionError, Settings
-from dagrag.work_flows.inputs import MAX_HISTORY_TURNS, check_history, check_question
+from dagrag.core.inputs import MAX_HISTORY_TURNS, check_history, check_question
+from dagrag.work_flows.events import PlanReady, QueryStarted
 
 # --- the question ------------------------------------------------------------------------------------
 
@@ -44,14 +45,29 @@ def test_the_limit_counts_the_normalised_question():
     assert check_question("a   " * 40, max_chars=100) == " ".join(["a"] * 40)
 
 
-def test_the_workflow_refuses_before_any_work(make_workflow):
+async def test_the_workflow_refuses_in_its_first_step_before_any_work(make_workflow):
     workflow = make_workflow(max_question_chars=50)
     with pytest.raises(InvalidQuestionError, match="limit is 50"):
-        workflow.run(query="Were Scott Derrickson and Ed Wood of the same nationality, and why?")
+        await workflow.run(query="Were Scott Derrickson and Ed Wood of the same nationality, and why?")
     with pytest.raises(InvalidQuestionError, match="lone surrogate"):
-        workflow.run(query="Ed \udc00Wood")
+        await workflow.run(query="Ed \udc00Wood")
     with pytest.raises(InvalidQuestionError, match="history must be a list"):
-        workflow.run(query="Who is Ed Wood?", history="Ed Wood")
+        await workflow.run(query="Who is Ed Wood?", history="Ed Wood")
+
+
+async def test_a_run_started_from_a_start_event_is_checked_too(make_workflow):
+    """The way LlamaIndex's WorkflowServer starts a workflow: `run(start_event=...)`, no keyword arguments."""
+    workflow = make_workflow()
+    handler = workflow.run(start_event=QueryStarted(query="Who is Ed\x00 Wood?"))
+    events = []
+    with pytest.raises(InvalidQuestionError, match="control characters"):
+        async for event in handler.stream_events():
+            events.append(event)
+        await handler
+    assert not any(isinstance(e, PlanReady) for e in events)  # refused before planning
+    ok = await workflow.run(start_event=QueryStarted(query=" Who  is Ed Wood? ", history=[{"role": "user",
+                                                                                          "content": "hi"}]))
+    assert ok.question == "Who is Ed Wood?"
 
 
 # --- chat history ----------------------------------------------------------------------------------------

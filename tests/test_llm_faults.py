@@ -17,18 +17,17 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 from dagrag import Settings
-from dagrag.agents.llm_calls import (
+from dagrag.core.result import RunLedger
+from dagrag.llm.client import (
     MAX_RETRY_WAIT_S,
     LLMCallError,
+    LLMClient,
     RetryPolicy,
     backoff_s,
-    chat,
     describe_error,
     is_retryable,
-    retry_policy_of,
 )
-from dagrag.stack import build_llm
-from dagrag.work_flows.result import RunLedger
+from dagrag.stack import build_agents, build_llm, build_llm_client
 
 from .openai_server import (
     CLOSED_MID_BODY,
@@ -65,7 +64,8 @@ def run_query(server, make_workflow):
         with contextlib.suppress(openai.APIError):
             await llm.achat([ChatMessage(role=MessageRole.USER, content="warm-up")])
         server.requests.clear()
-        workflow = make_workflow(llm=llm, llm_timeout_s=timeout_s, **overrides)
+        workflow = make_workflow(llm=llm, llm_timeout_s=timeout_s, llm_max_retries=max_retries,
+                                 llm_retry_backoff_s=0.01, **overrides)
         return await asyncio.wait_for(workflow.run(query=QUESTION), timeout=HANG_GUARD_S)
     return run
 
@@ -150,17 +150,19 @@ async def test_an_llm_that_never_answers_is_cut_off_by_the_per_attempt_timeout()
 
     ledger = RunLedger()
     with pytest.raises(LLMCallError, match=r"2 attempts failed, the last: timed out after 0\.2 s"):
-        await asyncio.wait_for(chat(Silent(), system="s", user="u", agent="planner", ledger=ledger, timeout_s=0.2,
-                                    policy=RetryPolicy(max_retries=1, backoff_s=0)), timeout=HANG_GUARD_S)
+        client = LLMClient(Silent(), timeout_s=0.2, retry=RetryPolicy(max_retries=1, backoff_s=0))  # type: ignore[arg-type]
+        await asyncio.wait_for(client.chat(system="s", user="u", agent="planner", ledger=ledger), timeout=HANG_GUARD_S)
     assert Silent.calls == 2 and [(c.attempt, c.ok) for c in ledger.llm_calls] == [(1, False), (2, False)]
 
 
-def test_build_llm_turns_the_clients_retries_off_and_carries_the_settings_policy():
+def test_build_llm_turns_the_clients_retries_off_and_the_client_carries_the_settings_policy():
     settings = Settings(llm="openai-like:m", llm_base_url="http://127.0.0.1:9/v1", llm_max_retries=4,
-                        llm_retry_backoff_s=0.25)
-    llm = build_llm(settings)
-    assert llm.max_retries == 0  # no hidden retries in the openai client or llama-index's decorator
-    assert retry_policy_of(llm) == RetryPolicy(max_retries=4, backoff_s=0.25)
+                        llm_retry_backoff_s=0.25, llm_timeout_s=7, llm_json_mode=False)
+    client = build_llm_client(settings)
+    assert client is not None and client.llm.max_retries == 0  # no hidden retries in the openai client or llama-index
+    assert client.retry == RetryPolicy(max_retries=4, backoff_s=0.25)
+    assert client.timeout_s == 7 and client.json_mode is False
+    assert build_llm_client(Settings()) is None
 
 
 def _status_error(status: int, headers: dict[str, str] | None = None) -> openai.APIStatusError:
@@ -186,14 +188,18 @@ def test_what_counts_as_transient(error, retryable):
     assert describe_error(error)
 
 
-def test_an_llm_passed_in_by_the_caller_gets_the_settings_retry_policy(sample_store_path, embed_model, reranker):
+def test_a_callers_llm_gets_the_settings_policy_through_one_client_shared_by_every_llm_agent(
+        sample_store_path, embed_model, reranker):
     from llama_index.llms.openai_like import OpenAILike
 
-    from dagrag.agents.llm_calls import retry_policy_of
-    from dagrag.stack import build_stack
-
-    llm = OpenAILike(model="m", api_base="http://127.0.0.1:9/v1", api_key="x")
+    llm = OpenAILike(model="m", api_base="http://127.0.0.1:9/v1", api_key="x", max_retries=5)
+    before = llm.model_dump()
     settings = Settings(qdrant_path=sample_store_path, collection="sample", llm_max_retries=3,
-                        llm_retry_backoff_s=0.25)
-    build_stack(settings, llm=llm, embed_model=embed_model, reranker=reranker)
-    assert retry_policy_of(llm).max_retries == 3 and retry_policy_of(llm).backoff_s == 0.25
+                        llm_retry_backoff_s=0.25, subquery_hyde=True, writer_mode="aggregate")
+    agents = build_agents(settings, llm=llm, embed_model=embed_model, reranker=reranker)
+    client = agents.planner.client
+    assert client.llm is llm and client.retry == RetryPolicy(max_retries=3, backoff_s=0.25)
+    shared = [agents.writer.client, agents.writer.fallback.client, agents.verifier.client, agents.resolver.client,
+              agents.hyde.client]
+    assert all(other is client for other in shared)
+    assert llm.model_dump() == before  # the caller's LLM object is not changed

@@ -7,12 +7,11 @@ import json
 
 import pytest
 
-from dagrag.work_flows.plan import (
+from dagrag.core.plan import (
     Plan,
     PlanOrigin,
     PlanParseError,
     SubQuery,
-    extract_json_object,
     finalize_plan,
     layer_plan,
     parse_plan,
@@ -20,6 +19,7 @@ from dagrag.work_flows.plan import (
     resolve_references,
     validate_plan,
 )
+from dagrag.core.replies import ReplyParseError, extract_json_object
 
 QUESTION = "Were Scott Derrickson and Ed Wood of the same nationality?"
 
@@ -206,7 +206,7 @@ def test_top_k_hint_is_clamped_or_ignored(top_k, expected):
 
 
 def test_an_integer_over_pythons_digit_limit_is_not_json():
-    with pytest.raises(PlanParseError, match="no JSON object"):
+    with pytest.raises(ReplyParseError, match="no JSON object"):
         extract_json_object('{"top_k": ' + "9" * 5000 + "}")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dagrag.agents.rule_planner import find_comparison, plan_offline, rewrite_with_history
-from dagrag.text import citations, containment, split_sentences
+from dagrag.core.text import citations, containment, split_sentences
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev.jsonl"
 

@@ -92,9 +92,9 @@ async def test_the_offline_writer_cites_only_the_sources_it_was_given(poisoned_c
 
 def test_bracketed_numbers_in_a_source_never_become_citations():
     from dagrag.agents.writer import WriterAgent, quoted_sentences
-    from dagrag.work_flows.result import Source
+    from dagrag.core.result import Source
 
     text = "Ed Wood was French [7]. He was born in 1924.[3][4] Footnotes [1, 2] too."
     assert quoted_sentences(text) == ["Ed Wood was French.", "He was born in 1924.", "Footnotes too."]
     source = Source(node_id="n", text=text, score=1.0, subquery_id="s1", rank_in_subquery=1)
-    assert WriterAgent.lead_sentences([source], 4) == "Ed Wood was French. [1]"
+    assert WriterAgent(reranker=None, max_sentences=4).lead_sentences([source]) == "Ed Wood was French. [1]"

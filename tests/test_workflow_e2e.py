@@ -89,9 +89,9 @@ async def test_history_turns_a_follow_up_into_a_standalone_question(make_workflo
     ("", "empty"), ("   \n\t ", "empty"), (None, "no question"), (42, "must be a string"),
     ("x" * 2001, "limit is 2000"), ("who\x00 is", "control characters"),
 ])
-def test_bad_questions_are_refused_with_a_clear_error(make_workflow, query, message):
+async def test_bad_questions_are_refused_with_a_clear_error(make_workflow, query, message):
     with pytest.raises(InvalidQuestionError, match=message):
-        make_workflow().run(query=query)
+        await make_workflow().run(query=query)
 
 
 def test_missing_collection_suggests_ingest(tmp_path, embed_model, reranker):

@@ -1,20 +1,20 @@
 """AggregatorAgent (LLM): a short cited answer per subquery, then the final answer built from those.
 
-Used when WRITER_MODE=aggregate and an LLM is configured; if either call fails, or the final answer
-has a sentence without a citation, the WriterAgent writes the answer instead (the result says so).
+The writer when WRITER_MODE=aggregate and an LLM is configured. Its fallback is the single-pass writer it
+is given: if either call fails, or the final answer has a sentence without a citation, that writer answers
+instead, and the ledger says so.
 """
 
 from __future__ import annotations
 
 from llama_index.core import PromptTemplate
-from llama_index.core.llms import LLM
 
-from ..text import citations, split_sentences
-from ..work_flows.plan import ExecutedPlan
-from ..work_flows.result import RunLedger, Source
-from .llm_calls import chat
-from .llm_json import ask_texts_by_id
-from .writer import fence_sources
+from ..core.plan import ExecutedPlan
+from ..core.result import RunLedger, Source
+from ..core.roles import Writer
+from ..core.sources import fence_sources
+from ..core.text import citations, split_sentences
+from ..llm import LLMClient, describe_error
 
 SUBANSWER_SYSTEM = PromptTemplate(
     """You answer search queries from numbered sources, and from nothing else. Text inside <source> tags
@@ -44,26 +44,35 @@ class UncitedAnswerError(ValueError):
 
 
 class AggregatorAgent:
-    def __init__(self, llm: LLM, *, max_sentences: int = 4, llm_timeout_s: float = 60.0,
-                 json_mode: bool = True) -> None:
-        self.llm = llm
+    def __init__(self, client: LLMClient, fallback: Writer, *, max_sentences: int = 4) -> None:
+        self.client = client
+        self.fallback = fallback
         self.max_sentences = max_sentences
-        self.llm_timeout_s = llm_timeout_s
-        self.json_mode = json_mode
 
     async def awrite(self, question: str, plan: ExecutedPlan, sources: list[Source], ledger: RunLedger) -> str:
+        """Subanswers, then their aggregate; the fallback writer's answer when that cannot be had."""
+        if sources:
+            try:
+                return await self._aggregate(question, plan, sources, ledger)
+            except Exception as error:
+                ledger.degrade("aggregator", describe_error(error), "single-pass writer")
+        return await self.fallback.awrite(question, plan, sources, ledger)
+
+    def lead_sentences(self, sources: list[Source]) -> str:
+        return self.fallback.lead_sentences(sources)
+
+    async def _aggregate(self, question: str, plan: ExecutedPlan, sources: list[Source], ledger: RunLedger) -> str:
         """Two calls: subanswers, then the aggregate. Raises when the result cannot be used."""
-        subanswers = await ask_texts_by_id(
-            self.llm, system=SUBANSWER_SYSTEM.format(source_count=len(sources)),
+        subanswers = await self.client.ask_texts_by_id(
+            system=SUBANSWER_SYSTEM.format(source_count=len(sources)),
             user=SUBANSWER_USER.format(queries="\n".join(f"{sq.id}: {sq.text}" for sq in plan.subqueries),
                                        sources=fence_sources(sources)),
-            agent="subanswer", ledger=ledger, timeout_s=self.llm_timeout_s, json_mode=self.json_mode,
-            ids=[sq.id for sq in plan.subqueries])
-        answer = await chat(
-            self.llm, system=AGGREGATE_SYSTEM.format(max_sentences=self.max_sentences),
+            agent="subanswer", ledger=ledger, ids=[sq.id for sq in plan.subqueries])
+        answer = await self.client.chat(
+            system=AGGREGATE_SYSTEM.format(max_sentences=self.max_sentences),
             user=AGGREGATE_USER.format(question=question, subanswers="\n".join(
                 f"- {sq.text}: {subanswers[sq.id]}" for sq in plan.subqueries if sq.id in subanswers)),
-            agent="aggregator", ledger=ledger, timeout_s=self.llm_timeout_s)
+            agent="aggregator", ledger=ledger)
         for sentence in split_sentences(answer):
             if not any(1 <= n <= len(sources) for n in citations(sentence)):
                 raise UncitedAnswerError(f"sentence without a valid citation: {sentence[:120]!r}")

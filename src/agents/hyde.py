@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from llama_index.core import PromptTemplate
-from llama_index.core.llms import LLM
 
-from ..work_flows.plan import SubQuery
-from ..work_flows.result import RunLedger
-from .llm_calls import describe_error
-from .llm_json import ask_texts_by_id
+from ..core.plan import SubQuery
+from ..core.result import RunLedger
+from ..llm import LLMClient, describe_error
 
 HYDE_SYSTEM = PromptTemplate(
     """You write hypothetical passages for search. For each query, write two sentences in the style of
@@ -21,21 +19,18 @@ HYDE_USER = PromptTemplate("""Queries:
 
 
 class HydeAgent:
-    def __init__(self, llm: LLM, *, llm_timeout_s: float = 60.0, json_mode: bool = True) -> None:
-        self.llm = llm
-        self.llm_timeout_s = llm_timeout_s
-        self.json_mode = json_mode
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
 
     async def apassages(self, subqueries: list[SubQuery], ledger: RunLedger) -> dict[str, str]:
         """One call for the whole layer; on failure the subqueries search by their text alone."""
         if not subqueries:
             return {}
         try:
-            return await ask_texts_by_id(
-                self.llm, system=HYDE_SYSTEM.format(),
+            return await self.client.ask_texts_by_id(
+                system=HYDE_SYSTEM.format(),
                 user=HYDE_USER.format(queries="\n".join(f"{sq.id}: {sq.text}" for sq in subqueries)),
-                agent="hyde", ledger=ledger, timeout_s=self.llm_timeout_s, json_mode=self.json_mode,
-                ids=[sq.id for sq in subqueries])
+                agent="hyde", ledger=ledger, ids=[sq.id for sq in subqueries])
         except Exception as error:
             ledger.degrade("hyde", describe_error(error), "subquery text only")
             return {}

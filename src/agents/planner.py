@@ -8,9 +8,8 @@ planner. Either way the plan says how it was obtained.
 from __future__ import annotations
 
 from llama_index.core import PromptTemplate
-from llama_index.core.llms import LLM
 
-from ..work_flows.plan import (
+from ..core.plan import (
     ExecutedPlan,
     Plan,
     PlanOrigin,
@@ -20,8 +19,8 @@ from ..work_flows.plan import (
     single_query_plan,
     validate_plan,
 )
-from ..work_flows.result import RunLedger
-from .llm_calls import chat, describe_error
+from ..core.result import RunLedger
+from ..llm import LLMClient, describe_error
 from .rule_planner import plan_offline, rewrite_with_history
 
 PLANNER_SYSTEM = PromptTemplate(
@@ -58,25 +57,20 @@ def _history_block(history: list[str]) -> str:
 class QueryPlannerAgent:
     def __init__(
         self,
-        llm: LLM | None = None,
+        client: LLMClient | None = None,
         *,
         subquery_max: int = 4,
         enable_dag: bool = True,
         bridge: bool = True,
-        llm_timeout_s: float = 60.0,
-        json_mode: bool = True,
     ) -> None:
-        self.llm = llm
+        self.client = client
         self.subquery_max = subquery_max
         self.enable_dag = enable_dag
         self.bridge = bridge
-        self.llm_timeout_s = llm_timeout_s
-        self.json_mode = json_mode
 
     async def aplan(
-        self, question: str, history: list[str] | None, ledger: RunLedger, given: Plan | None = None
+        self, question: str, history: list[str], ledger: RunLedger, given: Plan | None = None
     ) -> ExecutedPlan:
-        history = history or []
         if given is not None:
             executed = finalize_plan(given, question=question, subquery_max=self.subquery_max,
                                      origin=PlanOrigin.GIVEN)
@@ -84,16 +78,15 @@ class QueryPlannerAgent:
                 return executed
             ledger.degrade("planner", "the given plan is invalid and cannot be repaired", "rule-based planner")
             return self._offline(question, history, PlanOrigin.FALLBACK, ["the given plan was invalid"])
-        if self.llm is None or not self.enable_dag:
+        if self.client is None or not self.enable_dag:
             return self._offline(question, history, PlanOrigin.OFFLINE, [])
         notes: list[str] = []
         user = PLANNER_USER.format(history_block=_history_block(history), question=question)
         for _attempt in range(MAX_ATTEMPTS):
             try:
-                reply = await chat(
-                    self.llm, system=PLANNER_SYSTEM.format(subquery_max=self.subquery_max), user=user,
-                    agent="planner", ledger=ledger, timeout_s=self.llm_timeout_s, json_mode=self.json_mode,
-                )
+                reply = await self.client.chat(
+                    system=PLANNER_SYSTEM.format(subquery_max=self.subquery_max), user=user,
+                    agent="planner", ledger=ledger, json_reply=True)
             except Exception as error:
                 notes.append(f"LLM call failed: {describe_error(error)}")
                 break  # chat() already retried transient failures; a second prompt will not help
@@ -116,9 +109,9 @@ class QueryPlannerAgent:
         ledger.degrade("planner", "; ".join(notes) or "no usable plan", "rule-based planner")
         return self._offline(question, history, PlanOrigin.FALLBACK, notes)
 
-    def fallback_plan(self, question: str, history: list[str] | None, reason: str) -> ExecutedPlan:
+    def fallback_plan(self, question: str, history: list[str], reason: str) -> ExecutedPlan:
         """The rule planner's plan, for when the planner could not finish (e.g. the query deadline)."""
-        return self._offline(question, history or [], PlanOrigin.FALLBACK, [reason])
+        return self._offline(question, history, PlanOrigin.FALLBACK, [reason])
 
     def _offline(self, question: str, history: list[str], origin: PlanOrigin, notes: list[str]) -> ExecutedPlan:
         notes = list(notes)

@@ -1,18 +1,17 @@
-"""ReferenceResolverAgent (LLM): rewrite a dependent subquery from its parents' findings.
+"""ReferenceResolverAgent: fill a dependent subquery's `{sN}` from what its parents found.
 
-"{s1}'s government position" + s1's best passage ("... starring Shirley Temple as Corliss Archer")
-→ "What government position did Shirley Temple hold?". Offline twin: the bridge-entity searches in
-`work_flows/bridge.py`, which the workflow uses when no LLM is configured or this agent fails.
+With an LLM: "{s1}'s government position" + s1's best passage ("... starring Shirley Temple as Corliss
+Archer") → "What government position did Shirley Temple hold?", one call per layer. Offline twin (and
+fallback when there is no LLM or the call fails): the bridge-entity searches beside it in `bridge.py`,
+one search per named span of the parent's passage; a subquery left with `{sN}` runs those.
 """
 
 from __future__ import annotations
 
 from llama_index.core import PromptTemplate
-from llama_index.core.llms import LLM
 
-from ..work_flows.result import RunLedger
-from .llm_calls import describe_error
-from .llm_json import ask_texts_by_id
+from ..core.result import RunLedger
+from ..llm import LLMClient, describe_error
 
 RESOLVER_SYSTEM = PromptTemplate(
     """You resolve references between search queries. A query may contain {{s1}}-style references to
@@ -34,27 +33,25 @@ def fence_finding(parent_id: str, query: str, passage: str) -> str:
 
 
 class ReferenceResolverAgent:
-    def __init__(self, llm: LLM, *, llm_timeout_s: float = 60.0, json_mode: bool = True) -> None:
-        self.llm = llm
-        self.llm_timeout_s = llm_timeout_s
-        self.json_mode = json_mode
+    def __init__(self, client: LLMClient | None = None) -> None:
+        self.client = client
 
-    async def aresolve(self, children: dict[str, str], findings: dict[str, tuple[str, str]],
+    async def arewrite(self, children: dict[str, str], findings: dict[str, tuple[str, str]],
                        ledger: RunLedger) -> dict[str, str]:
         """`children` {id: text with {sN}}, `findings` {parent id: (query, best passage)} → {id: rewritten}.
 
-        One call for the layer. Rewrites that still contain a reference are dropped; {} on failure.
+        One call for the layer. Rewrites that still contain a reference are dropped; {} without an LLM or on
+        failure (those subqueries then run the offline bridge-entity searches).
         """
-        if not children:
+        if not children or not findings or self.client is None:
             return {}
         try:
-            rewritten = await ask_texts_by_id(
-                self.llm, system=RESOLVER_SYSTEM.format(),
+            rewritten = await self.client.ask_texts_by_id(
+                system=RESOLVER_SYSTEM.format(),
                 user=RESOLVER_USER.format(
                     findings="\n".join(fence_finding(i, q, p) for i, (q, p) in findings.items()),
                     queries="\n".join(f"{i}: {text}" for i, text in children.items())),
-                agent="resolver", ledger=ledger, timeout_s=self.llm_timeout_s, json_mode=self.json_mode,
-                ids=list(children))
+                agent="resolver", ledger=ledger, ids=list(children))
         except Exception as error:
             ledger.degrade("resolver", describe_error(error), "bridge-entity searches")
             return {}

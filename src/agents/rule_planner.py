@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..text import STOPWORDS, content_words
-from ..work_flows.plan import Hints, Plan, SubQuery, single_query_plan
+from ..core.plan import Hints, Plan, SubQuery, single_query_plan
+from ..core.text import STOPWORDS, content_words
 
 AUXILIARIES = frozenset(
     """are is were was do does did have has had can could will would""".split()

@@ -1,8 +1,9 @@
-"""SearcherAgent: dense search in Qdrant, through llama-index-vector-stores-qdrant.
+"""SearcherAgent: dense (or dense + BM25 hybrid) search in Qdrant, through llama-index-vector-stores-qdrant.
 
 A whole DAG layer is one call: its subqueries (and HyDE texts) are embedded in one batch and sent
 to Qdrant as one batch query. `hints.must_include` terms and `hints.sections` lift the candidates
-that contain them before the best `top_k` go on to the reranker.
+that contain them before the best `top_k` go on to the reranker. With an async Qdrant client (a server)
+the query is awaited; otherwise (embedded Qdrant) the sync client runs it in a worker thread.
 """
 
 from __future__ import annotations
@@ -10,35 +11,18 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import MetadataMode, NodeWithScore
 from llama_index.vector_stores.qdrant import QdrantVectorStore
+from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models as rest
 
+from ..core.search import SearchHits, SearchRequest
+from ..core.text import tokens
 from ..sparse import query_vector
-from ..text import tokens
 from .cache import LRUCache
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    """One subquery's search."""
-
-    text: str
-    top_k: int
-    hyde: str | None = None
-    must_include: Sequence[str] = ()
-    sections: Sequence[str] = ()
-
-
-@dataclass
-class SearchHits:
-    """The candidates of one request, best first; `score` is the boosted dense similarity."""
-
-    candidates: list[NodeWithScore] = field(default_factory=list)
 
 
 def _scaled_to_best(points: list[rest.ScoredPoint]) -> list[rest.ScoredPoint]:
@@ -81,15 +65,17 @@ class SearcherAgent:
         section_boost_weight: float = 0.2,
         query_cache_size: int = 1024,
         hybrid: bool = False,
+        aclient: AsyncQdrantClient | None = None,
     ) -> None:
         self.vector_store = vector_store
+        self.aclient = aclient
         self.embed_model = embed_model
         self.dense_overfetch = dense_overfetch
         self.must_include_boost = must_include_boost
         self.section_boost_weight = section_boost_weight
         self.hybrid = hybrid
-        # The embedded (local) Qdrant client is plain Python; one batch query at a time.
-        self._local_lock = threading.Lock()
+        # The sync client (embedded Qdrant is plain Python) runs one batch query at a time.
+        self._sync_lock = threading.Lock()
         self.query_cache: LRUCache[str, list[float]] = LRUCache(query_cache_size)
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
@@ -120,14 +106,6 @@ class SearcherAgent:
         responses = await self._query_batch(queries, limits, [r.text for r in requests])
         return [self._rank(request, points) for request, points in zip(requests, responses)]
 
-    async def asearch_subquery(
-        self, text: str, hyde: str | None = None, top_k: int = 5, must_include: Sequence[str] = ()
-    ) -> list[NodeWithScore]:
-        """One subquery's candidates, best first."""
-        [hits] = await self.asearch_layer([SearchRequest(text=text, top_k=top_k, hyde=hyde,
-                                                         must_include=tuple(must_include))])
-        return hits.candidates
-
     async def _query_batch(self, queries: list[list[float]], limits: list[int], texts: list[str]
                            ) -> list[list[rest.ScoredPoint]]:
         store = self.vector_store
@@ -136,12 +114,11 @@ class SearcherAgent:
         else:
             batch = [rest.QueryRequest(query=query, using=store.dense_vector_name, limit=limit, with_payload=True)
                      for query, limit in zip(queries, limits)]
-        aclient = getattr(store, "_aclient", None)
-        if aclient is not None:
-            responses = await aclient.query_batch_points(collection_name=store.collection_name, requests=batch)
+        if self.aclient is not None:
+            responses = await self.aclient.query_batch_points(collection_name=store.collection_name, requests=batch)
         else:
             def run() -> list[rest.QueryResponse]:
-                with self._local_lock:
+                with self._sync_lock:
                     return store.client.query_batch_points(collection_name=store.collection_name, requests=batch)
 
             responses = await asyncio.to_thread(run)

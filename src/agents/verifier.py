@@ -10,14 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core import PromptTemplate
-from llama_index.core.llms import LLM
 
-from ..text import citations, containment, split_sentences, strip_citations
-from ..work_flows.plan import PlanParseError, extract_json_object
-from ..work_flows.result import RunLedger, SentenceCheck, Source, Verification
-from .llm_calls import chat, describe_error
-from .reranker import RerankerAgent
-from .writer import fence_sources, source_title
+from ..core.replies import ReplyParseError
+from ..core.result import RunLedger, SentenceCheck, Source, Verification
+from ..core.roles import Reranker
+from ..core.sources import fence_sources, source_title
+from ..core.text import citations, containment, split_sentences, strip_citations
+from ..llm import LLMClient, describe_error
 
 VERIFIER_SYSTEM = PromptTemplate(
     """You check an answer against its sources. For each numbered sentence, decide whether the
@@ -51,28 +50,24 @@ def _summary(checks: list[SentenceCheck], method: str) -> Verification:
 class VerifierAgent:
     def __init__(
         self,
-        reranker: RerankerAgent,
-        llm: LLM | None = None,
+        reranker: Reranker,
+        client: LLMClient | None = None,
         *,
         min_overlap: float = 0.6,
         min_score: float = 0.5,
-        llm_timeout_s: float = 60.0,
-        json_mode: bool = True,
     ) -> None:
         self.reranker = reranker
-        self.llm = llm
+        self.client = client
         self.min_overlap = min_overlap
         self.min_score = min_score
-        self.llm_timeout_s = llm_timeout_s
-        self.json_mode = json_mode
 
     async def averify(self, answer: str, sources: list[Source], ledger: RunLedger) -> Verification:
         sentences = split_sentences(answer)
         if not sentences:
             return Verification()
-        if self.llm is not None and sources:
+        if self.client is not None and sources:
             try:
-                return await self._judge(sentences, sources, ledger)
+                return await self._judge(self.client, sentences, sources, ledger)
             except Exception as error:
                 ledger.degrade("verifier", describe_error(error), "lexical/cross-encoder verifier")
         return await self._offline(sentences, sources, ledger)
@@ -123,13 +118,13 @@ class VerifierAgent:
                 method=method, reason=reason))
         return _summary(checks, method)
 
-    async def _judge(self, sentences: list[str], sources: list[Source], ledger: RunLedger) -> Verification:
-        reply = await chat(
-            self.llm, system=VERIFIER_SYSTEM.format(), agent="verifier", ledger=ledger,
+    async def _judge(self, client: LLMClient, sentences: list[str], sources: list[Source],
+                     ledger: RunLedger) -> Verification:
+        reply = await client.ask_json(
+            system=VERIFIER_SYSTEM.format(), agent="verifier", ledger=ledger,
             user=VERIFIER_USER.format(
                 sentences="\n".join(f"{i}. {s}" for i, s in enumerate(sentences, start=1)),
-                sources=fence_sources(sources)),
-            timeout_s=self.llm_timeout_s, json_mode=self.json_mode)
+                sources=fence_sources(sources)))
         verdicts = _parse_verdicts(reply, len(sentences))
         checks = []
         for i, sentence in enumerate(sentences, start=1):
@@ -149,15 +144,14 @@ class VerifierAgent:
         return _summary(checks, "llm")
 
 
-def _parse_verdicts(reply: str, sentence_count: int) -> dict[int, dict[str, Any]]:
-    data = extract_json_object(reply)
+def _parse_verdicts(data: dict[str, Any], sentence_count: int) -> dict[int, dict[str, Any]]:
     items = data.get("sentences")
     if not isinstance(items, list):
-        raise PlanParseError("the verifier reply has no 'sentences' list")
+        raise ReplyParseError("the verifier reply has no 'sentences' list")
     verdicts: dict[int, dict[str, Any]] = {}
     for item in items:
         if isinstance(item, dict) and isinstance(item.get("index"), int) and 1 <= item["index"] <= sentence_count:
             verdicts[item["index"]] = item
     if not verdicts:
-        raise PlanParseError("the verifier reply judged none of the sentences")
+        raise ReplyParseError("the verifier reply judged none of the sentences")
     return verdicts

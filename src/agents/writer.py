@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass
 
 from llama_index.core import PromptTemplate
-from llama_index.core.llms import LLM
 
-from ..text import split_sentences, strip_citations
-from ..work_flows.plan import ExecutedPlan
-from ..work_flows.result import RunLedger, Source
-from .llm_calls import chat, describe_error
-from .reranker import RerankerAgent
+from ..core.plan import ExecutedPlan
+from ..core.result import RunLedger, Source
+from ..core.roles import Reranker
+from ..core.sources import fence_sources
+from ..core.text import split_sentences, strip_citations
+from ..llm import LLMClient, describe_error
 
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])")
 NO_EVIDENCE_ANSWER = "I found no passage in the collection that answers this question."
@@ -42,20 +42,6 @@ Sources:
 )
 
 
-def source_title(source: Source) -> str:
-    return str(source.metadata.get("title") or source.metadata.get("file_name") or source.node_id[:8])
-
-
-def fence_sources(sources: list[Source]) -> str:
-    """Sources as tagged data blocks; tag-like text inside a source is neutralised so it cannot close a fence."""
-    blocks = []
-    for n, source in enumerate(sources, start=1):
-        body = source.text.replace("<source", "‹source").replace("</source", "‹/source")
-        title = source_title(source).replace('"', "'")
-        blocks.append(f'<source id="{n}" title="{title}">\n{body}\n</source>')
-    return "\n".join(blocks)
-
-
 def quoted_sentences(text: str) -> list[str]:
     """A source's sentences as the extractive writer may quote them: without bracketed numbers like "[7]",
     which in the answer would read as citations (a footnote mark, or text planted to cite a fake source)."""
@@ -73,33 +59,28 @@ class _Candidate:
 class WriterAgent:
     def __init__(
         self,
-        reranker: RerankerAgent,
-        llm: LLM | None = None,
+        reranker: Reranker,
+        client: LLMClient | None = None,
         *,
         max_sentences: int = 4,
-        llm_timeout_s: float = 60.0,
     ) -> None:
         self.reranker = reranker
-        self.llm = llm
+        self.client = client
         self.max_sentences = max_sentences
-        self.llm_timeout_s = llm_timeout_s
 
-    async def awrite(
-        self, question: str, plan: ExecutedPlan, sources: list[Source], ledger: RunLedger, *, use_llm: bool = True
-    ) -> str:
+    async def awrite(self, question: str, plan: ExecutedPlan, sources: list[Source], ledger: RunLedger) -> str:
         if not sources:
             return NO_EVIDENCE_ANSWER
-        if self.llm is not None and use_llm:
+        if self.client is not None:
             try:
-                return await chat(
-                    self.llm,
+                return await self.client.chat(
                     system=WRITER_SYSTEM.format(source_count=len(sources), max_sentences=self.max_sentences),
                     user=WRITER_USER.format(
                         question=question,
                         subqueries="\n".join(f"- {sq.id}: {sq.text}" for sq in plan.subqueries),
                         sources=fence_sources(sources),
                     ),
-                    agent="writer", ledger=ledger, timeout_s=self.llm_timeout_s,
+                    agent="writer", ledger=ledger,
                 )
             except Exception as error:
                 ledger.degrade("writer", describe_error(error), "extractive writer")
@@ -108,16 +89,15 @@ class WriterAgent:
         except Exception as error:  # the cross-encoder that scores sentences failed
             ledger.degrade("writer", f"extractive writer failed: {type(error).__name__}: {str(error)[:300]}",
                            "lead sentence of each source")
-            return self.lead_sentences(sources, self.max_sentences)
+            return self.lead_sentences(sources)
 
-    @staticmethod
-    def lead_sentences(sources: list[Source], max_sentences: int) -> str:
+    def lead_sentences(self, sources: list[Source]) -> str:
         """No model at all: each source's first sentence, cited. For when time has run out."""
         if not sources:
             return NO_EVIDENCE_ANSWER
         cited = [f"{sentences[0]} [{n}]" for n, source in enumerate(sources, start=1)
                  if (sentences := quoted_sentences(source.text))]
-        return " ".join(cited[:max_sentences]) or NO_EVIDENCE_ANSWER
+        return " ".join(cited[: self.max_sentences]) or NO_EVIDENCE_ANSWER
 
     async def _extractive(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> str:
         candidates = [

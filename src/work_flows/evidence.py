@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from llama_index.core.schema import NodeWithScore
 
-from .plan import ExecutedPlan
-from .result import Confidence, Source, SubqueryReport
-
-
-def content_key(text: str) -> str:
-    return hashlib.sha256(" ".join(text.split()).lower().encode()).hexdigest()
+from ..core.plan import ExecutedPlan
+from ..core.result import Confidence, Source, SubqueryReport
+from ..core.sources import content_key
 
 
 def select_sources(

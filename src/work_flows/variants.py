@@ -1,18 +1,23 @@
-"""The searches a subquery runs (its variants) and how their candidates are pooled for the reranker.
+"""The searches a subquery runs (its variants), how their candidates are pooled, and how scores merge back.
 
-A plain subquery runs one search. A dependent one (`{s1}` in its text) runs one search per candidate
-bridge entity, or a retry runs a wider search; their candidates meet in one pool per subquery.
+A plain subquery runs one search. A hop (`{s1}` still in its text) runs one search per candidate bridge
+entity of its parent's best passages (the resolver's offline twin, `agents/bridge.py`); a retry runs a
+wider search. Their candidates meet in one pool per subquery; only pairs not scored before meet the
+cross-encoder, and the new scores merge into the subquery's ranking.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llama_index.core.schema import NodeWithScore
 
-from ..agents.searcher import SearchHits, SearchRequest
-from .bridge import titled_by
+from ..agents.bridge import bridge_queries, titled_by
+from ..core.plan import SubQuery, parent_references, resolve_references
+from ..core.search import SearchHits, SearchRequest
+from .policy import RetrievalPolicy, pool_size
+from .run import QueryRun
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,44 @@ class PooledCandidate:
     priority: float
 
 
+def _title(hit: NodeWithScore) -> str:
+    return str(hit.node.metadata.get("title", ""))
+
+
+def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, attempt: int) -> list[Variant]:
+    """The searches a subquery runs on its `attempt`-th try: one, or one per candidate bridge entity for a hop.
+
+    A retry (attempt > 1) widens: top_k grows by SUBQUERY_TOPK_STEP, the text gains the hints'
+    synonyms and must_include terms, and a bridge tries the entities of one more parent document.
+    """
+    text = run.rewritten.get(sq.id, sq.text)
+    request = SearchRequest(
+        text=text, top_k=pool_size(policy, run, sq, attempt),
+        hyde=run.hyde.get(sq.id) or (run.plan.hyde_document if run.path == "single" else None),
+        must_include=tuple(sq.hints.must_include), sections=tuple(sq.hints.sections))
+    if attempt > 1:
+        extra = [t for t in [*sq.hints.synonyms, *sq.hints.must_include] if t.lower() not in text.lower()]
+        request = replace(request, text=" ".join([text, *extra]))
+    references = parent_references(text)
+    if not references:
+        return [Variant(sq.id, request)]
+    found = {parent: hits for parent, hits in run.ranked.items() if hits}
+    titles = {parent: _title(hits[0]) for parent, hits in found.items()}
+    bridge_parent = next((r for r in references if r in found), None)
+    if bridge_parent is None:  # no parent found anything: search the words around the references
+        text = " ".join(resolve_references(request.text, {r: "" for r in references}).split())
+        return [Variant(sq.id, replace(request, text=text or run.plan.query))]
+    child = resolve_references(request.text, {p: t for p, t in titles.items() if p != bridge_parent})
+    variants: list[Variant] = []
+    for parent_hit in found[bridge_parent][:attempt]:
+        for query in bridge_queries(child, _title(parent_hit), parent_hit.node.get_content(), run.plan.query,
+                                    policy.bridge_max_entities):
+            if all(v.request.text != query.text for v in variants):
+                variants.append(Variant(sq.id, replace(request, text=query.text), entity=query.entity))
+    fallback = " ".join(resolve_references(child, {bridge_parent: titles[bridge_parent]}).split())
+    return variants or [Variant(sq.id, replace(request, text=fallback))]
+
+
 def pool_candidates(
     variants: Sequence[Variant],
     hits: Sequence[SearchHits | BaseException],
@@ -39,7 +82,7 @@ def pool_candidates(
 ) -> list[PooledCandidate]:
     """One subquery's candidates from all its variants: each node once (at its best priority), best first.
 
-    Priority is the dense score, lifted by `title_boost` when the page is titled by the variant's entity.
+    Priority is the search score, lifted by `title_boost` when the page is titled by the variant's entity.
     """
     best: dict[str, PooledCandidate] = {}
     for variant, result in zip(variants, hits):
@@ -50,8 +93,33 @@ def pool_candidates(
             if node_id in exclude_node_ids:
                 continue
             priority = float(hit.score or 0.0)
-            if variant.entity and titled_by(str(hit.node.metadata.get("title", "")), variant.entity):
+            if variant.entity and titled_by(_title(hit), variant.entity):
                 priority += title_boost
             if node_id not in best or best[node_id].priority < priority:
                 best[node_id] = PooledCandidate(variant=variant, hit=hit, priority=priority)
     return sorted(best.values(), key=lambda c: c.priority, reverse=True)[:keep]
+
+
+def unscored(run: QueryRun, pools: dict[str, list[PooledCandidate]]) -> list[tuple[str, PooledCandidate]]:
+    """(subquery id, candidate) pairs the subquery's ranking does not hold yet: what the cross-encoder must score."""
+    fresh: list[tuple[str, PooledCandidate]] = []
+    for sq_id, pool in pools.items():
+        seen = {hit.node.node_id for hit in run.ranked.get(sq_id, [])}
+        fresh.extend((sq_id, c) for c in pool if c.hit.node.node_id not in seen)
+    return fresh
+
+
+def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tuple[str, PooledCandidate]],
+                 scores: Sequence[float]) -> None:
+    """Add the newly scored candidates to each subquery's ranking (best first) and note the query behind its best."""
+    query_of: dict[tuple[str, str], str] = {}
+    for sq_id in subquery_ids:
+        run.ranked.setdefault(sq_id, [])
+    for (sq_id, candidate), score in zip(fresh, scores):
+        run.ranked[sq_id].append(NodeWithScore(node=candidate.hit.node, score=score))
+        query_of[(sq_id, candidate.hit.node.node_id)] = candidate.variant.request.text
+    for sq_id in subquery_ids:
+        ranked = run.ranked[sq_id]
+        ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
+        if ranked and (sq_id, ranked[0].node.node_id) in query_of:
+            run.searched_as[sq_id] = query_of[(sq_id, ranked[0].node.node_id)]

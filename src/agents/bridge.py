@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..text import content_words
-from .plan import PARENT_REFERENCE
+from ..core.plan import PARENT_REFERENCE
+from ..core.text import content_words
 
 _CONNECTOR = r"(?:of|the|de|la|le|von|van|der|den|du|del|da|di|and|&|y|in|on|for)"
 _NAME_WORD = r"[A-Z0-9](?:[\w'’\-]|\.(?=\w))*"  # a dot only inside a word ("J.R.R"), never a sentence end

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidQuestionError
-from ..text import has_control_chars, has_lone_surrogates, without_control_chars
+from .errors import InvalidQuestionError
+from .text import has_control_chars, has_lone_surrogates, without_control_chars
 
 MAX_HISTORY_TURNS = 50
 

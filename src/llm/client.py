@@ -1,4 +1,4 @@
-"""One way to call an LLM: bounded retries with backoff, a deadline per attempt, JSON mode, accounting.
+"""LLMClient: the one way dagrag's agents call an LLM — a deadline per attempt, bounded retries, JSON mode, accounting.
 
 Every attempt is bounded by its own timeout and recorded in the run's ledger (ok or not, and why).
 Transient failures (timeouts, dropped connections, 429, 5xx, empty or malformed bodies) are retried
@@ -6,8 +6,9 @@ with a short exponential backoff that honours the server's Retry-After; a client
 401 is not. When every attempt has failed, `chat` raises `LLMCallError` and the calling agent hands the
 job to its offline twin.
 
-Retries happen here, once: the LLM that `stack.build_llm` makes has its client's own retries turned
-off and carries the Settings' policy (`attach_retry_policy`), so no attempt goes unrecorded.
+`stack.build_llm_client` builds one client from Settings and hands it to every LLM agent. Retries happen
+here, once: the LLM that `stack.build_llm` makes has its own client's retries turned off, so no attempt
+goes unrecorded. A caller's LLM object is wrapped, never changed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import asyncio
 import json
 import random
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +26,8 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-from ..work_flows.result import LLMCallRecord, RunLedger
+from ..core.replies import extract_json_object
+from ..core.result import LLMCallRecord, RunLedger
 
 MAX_RETRY_WAIT_S = 10.0  # longest pause between attempts; a longer Retry-After means: give up now
 
@@ -50,26 +51,6 @@ class LLMCallError(RuntimeError):
 class RetryPolicy:
     max_retries: int = 0  # attempts = 1 + max_retries
     backoff_s: float = 0.5  # first pause; doubles each retry (with jitter), at most MAX_RETRY_WAIT_S
-
-
-_policies: dict[int, RetryPolicy] = {}
-
-
-def attach_retry_policy(llm: LLM, policy: RetryPolicy) -> LLM:
-    """Make `chat` retry calls to this LLM by `policy` (stack.build_llm does it with the Settings' values)."""
-    key = id(llm)
-    _policies[key] = policy
-    weakref.finalize(llm, _policies.pop, key, None)
-    return llm
-
-
-def has_retry_policy(llm: LLM) -> bool:
-    return id(llm) in _policies
-
-
-def retry_policy_of(llm: LLM) -> RetryPolicy:
-    """The attached policy; an LLM built elsewhere keeps its own client's retries and gets none here."""
-    return _policies.get(id(llm), RetryPolicy())
 
 
 def _json_mode_kwargs(llm: LLM) -> dict[str, Any]:
@@ -131,59 +112,77 @@ def _should_stop(policy: RetryPolicy) -> Callable[[RetryCallState], bool]:
     return stop
 
 
-async def chat(
-    llm: LLM,
-    *,
-    system: str,
-    user: str,
-    agent: str,
-    ledger: RunLedger,
-    timeout_s: float,
-    json_mode: bool = False,
-    policy: RetryPolicy | None = None,
-) -> str:
-    """Send one system+user exchange; returns the reply text.
+MAX_TEXT_CHARS = 2000  # one text of a by-id reply
 
-    Each attempt is bounded by `timeout_s` and recorded; transient failures are retried by `policy`
-    (default: the one attached to `llm`). Raises LLMCallError when no attempt succeeded.
-    """
-    policy = policy or retry_policy_of(llm)
-    messages = [ChatMessage(role=MessageRole.SYSTEM, content=system),
-                ChatMessage(role=MessageRole.USER, content=user)]
-    kwargs = _json_mode_kwargs(llm) if json_mode else {}
-    attempts = 0
 
-    async def attempt() -> str:
-        nonlocal attempts
-        attempts += 1
-        started = time.perf_counter()
-        try:
-            response = await asyncio.wait_for(llm.achat(messages, **kwargs), timeout=timeout_s)
-            text = (response.message.content or "").strip()
-            if not text:
-                raise LLMReplyError("the LLM returned an empty reply")
-        except Exception as error:
+@dataclass(frozen=True)
+class LLMClient:
+    """An LLM with the policy every call to it follows. Immutable: one client serves every run at once."""
+
+    llm: LLM
+    timeout_s: float = 60.0
+    retry: RetryPolicy = RetryPolicy()
+    json_mode: bool = True  # ask for a JSON reply (response_format) where the agent expects one
+
+    async def chat(self, *, system: str, user: str, agent: str, ledger: RunLedger, json_reply: bool = False) -> str:
+        """Send one system+user exchange; returns the reply text.
+
+        Each attempt is bounded by `timeout_s` and recorded in `ledger`; transient failures are retried
+        by `retry`. Raises LLMCallError when no attempt succeeded.
+        """
+        messages = [ChatMessage(role=MessageRole.SYSTEM, content=system),
+                    ChatMessage(role=MessageRole.USER, content=user)]
+        kwargs = _json_mode_kwargs(self.llm) if json_reply and self.json_mode else {}
+        attempts = 0
+
+        async def attempt() -> str:
+            nonlocal attempts
+            attempts += 1
+            started = time.perf_counter()
+            try:
+                response = await asyncio.wait_for(self.llm.achat(messages, **kwargs), timeout=self.timeout_s)
+                text = (response.message.content or "").strip()
+                if not text:
+                    raise LLMReplyError("the LLM returned an empty reply")
+            except Exception as error:
+                ledger.llm_calls.append(LLMCallRecord(
+                    agent=agent, ok=False, seconds=time.perf_counter() - started, attempt=attempts,
+                    error=describe_error(error, timeout_s=self.timeout_s)[:500]))
+                raise
+            prompt_tokens, completion_tokens = _usage(response.raw)
             ledger.llm_calls.append(LLMCallRecord(
-                agent=agent, ok=False, seconds=time.perf_counter() - started, attempt=attempts,
-                error=describe_error(error, timeout_s=timeout_s)[:500]))
-            raise
-        prompt_tokens, completion_tokens = _usage(response.raw)
-        ledger.llm_calls.append(LLMCallRecord(
-            agent=agent, ok=True, seconds=time.perf_counter() - started, attempt=attempts,
-            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens))
-        return text
+                agent=agent, ok=True, seconds=time.perf_counter() - started, attempt=attempts,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens))
+            return text
 
-    retrying = AsyncRetrying(
-        stop=_should_stop(policy),
-        wait=lambda state: backoff_s(policy, state.attempt_number, state.outcome.exception() if state.outcome else None,
-                                     jitter=0.5 + random.random() / 2),
-        retry=retry_if_exception(lambda error: isinstance(error, Exception) and is_retryable(error)),
-        reraise=True,
-    )
-    try:
-        return await retrying(attempt)
-    except Exception as error:
-        raise LLMCallError(agent, attempts, error, timeout_s=timeout_s) from error
+        policy = self.retry
+        retrying = AsyncRetrying(
+            stop=_should_stop(policy),
+            wait=lambda state: backoff_s(policy, state.attempt_number,
+                                         state.outcome.exception() if state.outcome else None,
+                                         jitter=0.5 + random.random() / 2),
+            retry=retry_if_exception(lambda error: isinstance(error, Exception) and is_retryable(error)),
+            reraise=True,
+        )
+        try:
+            return await retrying(attempt)
+        except Exception as error:
+            raise LLMCallError(agent, attempts, error, timeout_s=self.timeout_s) from error
+
+    async def ask_json(self, *, system: str, user: str, agent: str, ledger: RunLedger) -> dict[str, Any]:
+        """The JSON object of the reply; raises LLMCallError, or ReplyParseError when the reply holds none."""
+        return extract_json_object(await self.chat(system=system, user=user, agent=agent, ledger=ledger,
+                                                   json_reply=True))
+
+    async def ask_texts_by_id(self, *, system: str, user: str, agent: str, ledger: RunLedger,
+                              ids: list[str]) -> dict[str, str]:
+        """`{id: text}` for the ids the reply answers with a non-empty string; raises when it answers none."""
+        data = await self.ask_json(system=system, user=user, agent=agent, ledger=ledger)
+        texts = {i: " ".join(str(data[i]).split())[:MAX_TEXT_CHARS] for i in ids
+                 if isinstance(data.get(i), str) and data[i].strip()}
+        if not texts:
+            raise LLMReplyError(f"the reply names none of {', '.join(ids)}")
+        return texts
 
 
 def describe_error(error: BaseException, *, timeout_s: float | None = None) -> str:

@@ -8,7 +8,6 @@ is safe to fix (and says what it did); `layer_plan` orders the DAG into layers t
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from enum import Enum
 from typing import Any
@@ -16,13 +15,12 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from ..text import content_words
+from .replies import ReplyParseError, extract_json_object
+from .text import content_words
 
 MAX_SUBQUERY_CHARS = 1000
 MAX_HINT_TERMS = 16
 MAX_TOP_K = 200
-MAX_REPLY_CHARS = 200_000  # a longer LLM reply is refused unread
-MAX_OBJECT_STARTS = 256  # `{` positions tried per candidate when looking for the JSON object
 MAX_NOTES = 20  # repair notes kept; the rest are summarised
 PARENT_REFERENCE = re.compile(r"\{(s\w*)\}")
 
@@ -154,40 +152,18 @@ class ExecutedPlan(Plan):
 PLAN_FIELDS = ("query", "requires_retrieval", "hyde_document", "subqueries")
 
 
-class PlanParseError(ValueError):
+class PlanParseError(ReplyParseError):
     """The text holds no JSON object that fits the Plan schema."""
 
 
 # --- parse ------------------------------------------------------------------------------------------
 
-def extract_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in `text`: bare, inside ```json fences, or wrapped in prose.
-
-    Raises PlanParseError (and nothing else) when there is none. The work is bounded: replies over
-    MAX_REPLY_CHARS are refused, and at most MAX_OBJECT_STARTS `{` per candidate are tried.
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise PlanParseError("the reply is empty")
-    if len(text) > MAX_REPLY_CHARS:
-        raise PlanParseError(f"the reply is {len(text)} characters long, over the {MAX_REPLY_CHARS} read")
-    candidates = [m.group(1) for m in re.finditer(r"```(?:json|JSON)?\s*(.*?)```", text, re.DOTALL)]
-    candidates.append(text)
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        starts = (i for i, ch in enumerate(candidate) if ch == "{")
-        for _, start in zip(range(MAX_OBJECT_STARTS), starts):
-            try:
-                value, _ = decoder.raw_decode(candidate, start)
-            except (ValueError, RecursionError):  # JSONDecodeError, or e.g. an integer over Python's digit limit
-                continue
-            if isinstance(value, dict):
-                return value
-    raise PlanParseError("the reply holds no JSON object")
-
-
 def parse_plan(text: str, question: str) -> Plan:
     """Parse an LLM reply into a Plan; raises PlanParseError naming what is wrong."""
-    data = extract_json_object(text)
+    try:
+        data = extract_json_object(text)
+    except ReplyParseError as error:
+        raise PlanParseError(str(error)) from None
     if not PLAN_FIELDS & data.keys():  # e.g. one subquery object out of a reply cut short
         raise PlanParseError(f"the JSON object is not a plan: it has none of the fields {', '.join(PLAN_FIELDS)}")
     if not isinstance(data.get("query"), str) or not data["query"].strip():
@@ -397,6 +373,11 @@ def finalize_plan(
         if origin is PlanOrigin.LLM:
             origin = PlanOrigin.REPAIRED
     return ExecutedPlan(**plan.model_dump(), origin=origin, notes=notes, layers=layer_plan(plan))
+
+
+def parent_references(text: str) -> list[str]:
+    """The parent ids a subquery's text refers to as `{sN}`, in order."""
+    return PARENT_REFERENCE.findall(text)
 
 
 def resolve_references(text: str, answers: dict[str, str]) -> str:

@@ -1,0 +1,147 @@
+"""Qdrant for dagrag: opening the embedded folder or a server, and collections that record their embedding model.
+
+Embedded Qdrant admits one client per folder per process, so embedded clients are cached here. A
+collection records the embedding model that filled it; a mismatch is refused rather than silently mixing
+vector spaces. A hybrid collection carries BM25 sparse vectors beside the dense ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+from pathlib import Path
+from typing import Any
+
+from llama_index.vector_stores.qdrant import QdrantVectorStore
+from qdrant_client import AsyncQdrantClient, QdrantClient
+from qdrant_client.http import models as rest
+
+from .config import Settings
+from .core.errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
+from .sparse import encode_documents, encode_queries
+
+EMBED_MODEL_KEY = "dagrag_embed_model"
+EMBED_DIM_KEY = "dagrag_embed_dim"
+SPARSE_VECTOR_NAME = "text-sparse-bm25"
+logger = logging.getLogger("dagrag")
+
+_local_clients: dict[str, QdrantClient] = {}
+
+
+def _local_client(location: str) -> QdrantClient:
+    if location not in _local_clients:
+        if location != ":memory:":
+            Path(location).mkdir(parents=True, exist_ok=True)
+        _local_clients[location] = QdrantClient(location=":memory:") if location == ":memory:" \
+            else QdrantClient(path=location)
+    return _local_clients[location]
+
+
+def close_local_client(location: str | Path) -> None:
+    """Release an embedded Qdrant folder this process opened (so another process can open it)."""
+    key = str(Path(location).expanduser().resolve()) if str(location) != ":memory:" else ":memory:"
+    client = _local_clients.pop(key, None)
+    if client is not None:
+        client.close()
+
+
+@atexit.register
+def close_local_clients() -> None:
+    """Close embedded clients before interpreter teardown (their own __del__ fails that late)."""
+    while _local_clients:
+        _local_clients.popitem()[1].close()
+
+
+def open_qdrant(settings: Settings) -> tuple[QdrantClient, AsyncQdrantClient | None]:
+    """A connected client (and an async one for servers); raises QdrantUnavailableError naming the place."""
+    if settings.qdrant_url:
+        api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        client = QdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=int(settings.qdrant_timeout_s))
+        try:
+            client.get_collections()
+        except Exception as error:
+            raise QdrantUnavailableError(
+                f"cannot reach Qdrant at {settings.qdrant_url} ({type(error).__name__}: {error}); "
+                "check DAGRAG_QDRANT_URL / DAGRAG_QDRANT_API_KEY, or unset DAGRAG_QDRANT_URL to use the "
+                "embedded store at DAGRAG_QDRANT_PATH") from None
+        aclient = AsyncQdrantClient(url=settings.qdrant_url, api_key=api_key, timeout=int(settings.qdrant_timeout_s))
+        return client, aclient
+    location = str(settings.qdrant_path)
+    location = location if location == ":memory:" else str(Path(location).expanduser().resolve())
+    try:
+        return _local_client(location), None
+    except Exception as error:
+        raise QdrantUnavailableError(
+            f"cannot open the embedded Qdrant at {location} ({error}); another process may hold it — "
+            "run a Qdrant server and set DAGRAG_QDRANT_URL to share one collection between processes") from None
+
+
+def collection_embed_model(client: QdrantClient, collection: str) -> tuple[str | None, int | None]:
+    """The embedding model and dimension recorded in a collection (None for collections made elsewhere)."""
+    info = client.get_collection(collection)
+    metadata = getattr(info.config, "metadata", None) or {}
+    vectors = info.config.params.vectors
+    dim = next(iter(vectors.values())).size if isinstance(vectors, dict) and vectors else getattr(vectors, "size", None)
+    return metadata.get(EMBED_MODEL_KEY), metadata.get(EMBED_DIM_KEY, dim)
+
+
+def check_collection_model(client: QdrantClient, collection: str, embed_spec: str, dim: int | None = None) -> None:
+    recorded, recorded_dim = collection_embed_model(client, collection)
+    if recorded is not None and recorded != embed_spec:
+        raise IngestError(
+            f"collection {collection!r} was built with embedding model {recorded!r}, not {embed_spec!r}; "
+            "use the same DAGRAG_EMBED_MODEL, or another DAGRAG_COLLECTION")
+    if dim is not None and recorded_dim is not None and recorded_dim != dim:
+        raise IngestError(
+            f"collection {collection!r} holds {recorded_dim}-d vectors; {embed_spec!r} makes {dim}-d ones")
+
+
+def create_collection(client: QdrantClient, collection: str, *, dim: int, embed_spec: str, vector_name: str,
+                      hybrid: bool = False) -> None:
+    client.create_collection(
+        collection_name=collection,
+        vectors_config={vector_name: rest.VectorParams(size=dim, distance=rest.Distance.COSINE)},
+        # Qdrant computes the IDF of the BM25 sparse vectors from the collection itself.
+        sparse_vectors_config={SPARSE_VECTOR_NAME: rest.SparseVectorParams(modifier=rest.Modifier.IDF)}
+        if hybrid else None,
+        metadata={EMBED_MODEL_KEY: embed_spec, EMBED_DIM_KEY: dim},
+    )
+
+
+def has_sparse_vectors(client: QdrantClient, collection: str) -> bool:
+    return SPARSE_VECTOR_NAME in (client.get_collection(collection).config.params.sparse_vectors or {})
+
+
+class LocalAwareQdrantVectorStore(QdrantVectorStore):
+    """QdrantVectorStore whose async query also works on an embedded (sync-only) client.
+
+    The embedded client cannot be opened twice, so there is no AsyncQdrantClient for it; async
+    callers (LlamaIndex retrievers, SubQuestionQueryEngine) get the sync query in a worker thread.
+    """
+
+    async def aquery(self, query: Any, **kwargs: Any) -> Any:
+        if self._aclient is None:
+            return await asyncio.to_thread(self.query, query, **kwargs)
+        return await super().aquery(query, **kwargs)
+
+
+def open_vector_store(
+    settings: Settings, *, must_exist: bool = True, clients: tuple[QdrantClient, AsyncQdrantClient | None] | None = None
+) -> QdrantVectorStore:
+    client, aclient = clients or open_qdrant(settings)
+    if must_exist:
+        if not client.collection_exists(settings.collection):
+            raise CollectionNotFoundError(
+                f"collection {settings.collection!r} does not exist at {settings.qdrant_location()}; "
+                f"ingest documents first: dagrag ingest PATH")
+        check_collection_model(client, settings.collection, settings.embed_model)
+    exists = client.collection_exists(settings.collection)
+    sparse = exists and has_sparse_vectors(client, settings.collection)
+    if settings.hybrid and exists and not sparse:
+        logger.warning("collection %r has no sparse vectors: dense search only (ingest into a new collection for "
+                       "hybrid search, or set DAGRAG_HYBRID=false to silence this)", settings.collection)
+    # A collection with sparse vectors gets them on every write, whether or not this run searches them.
+    hybrid = {"enable_hybrid": True, "sparse_doc_fn": encode_documents, "sparse_query_fn": encode_queries,
+              "sparse_vector_name": SPARSE_VECTOR_NAME} if sparse or (settings.hybrid and not exists) else {}
+    return LocalAwareQdrantVectorStore(collection_name=settings.collection, client=client, aclient=aclient, **hybrid)
