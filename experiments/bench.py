@@ -59,7 +59,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eval import SubQuestionBaseline, index_spec, pooled_corpus
 from eval_data import Example, load_examples
 from eval_metrics import percentile
-from llm_sim import JUDGE_SYSTEM, SimulatedLLMServer
 
 from dagrag import Plan, QueryResult, QueryWorkflow, Settings
 from dagrag.agents.planner import QueryPlannerAgent
@@ -70,8 +69,9 @@ from dagrag.core.result import Verification
 from dagrag.core.search import SearchHits, SearchRequest
 from dagrag.core.sources import passage_text
 from dagrag.ingest import ingest_nodes, make_node
-from dagrag.stack import build_embed_model, build_llm, build_reranker
+from dagrag.stack import build_embed_model, build_reranker
 from dagrag.store import close_local_client, open_qdrant, open_vector_store
+from dagrag.testing.openai_server import JUDGE_SYSTEM, OpenAIServerProcess, dagrag_llm
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "hotpotqa_dev.jsonl"
@@ -143,10 +143,9 @@ def log(message: str) -> None:
 
 # --- simulated network backends -------------------------------------------------------------------
 
-def simulated_llm(server: SimulatedLLMServer) -> Any:
+def simulated_llm(server: OpenAIServerProcess) -> Any:
     """The stack's own OpenAI-compatible client, pointed at the simulated server."""
-    return build_llm(Settings(llm="openai-like:simulated", llm_base_url=server.base_url, llm_max_retries=0,
-                              llm_timeout_s=30))
+    return dagrag_llm(server, llm="openai-like:simulated", llm_timeout_s=30)
 
 
 class NetworkEmbedding(BaseEmbedding):
@@ -264,7 +263,7 @@ def open_pool(data: Path, index_dir: Path, embed_model: BaseEmbedding, *, pool_q
 
 # --- sections ---------------------------------------------------------------------------------------
 
-async def bench_network(cfg: BenchConfig, server: SimulatedLLMServer) -> dict[str, Any]:
+async def bench_network(cfg: BenchConfig, server: OpenAIServerProcess) -> dict[str, Any]:
     """A layer of 4 independent subqueries against 100 ms embedding and LLM-judge backends."""
     from dagrag.ingest import read_nodes
 
@@ -370,7 +369,7 @@ async def bench_cpu(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding) ->
 
 
 async def bench_peer(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding,
-                     server: SimulatedLLMServer) -> dict[str, Any]:
+                     server: OpenAIServerProcess) -> dict[str, Any]:
     """SubQuestionQueryEngine (use_async=True) beside dagrag: same question, index, embeddings and LLM."""
     llm = simulated_llm(server)
     settings = pool.settings.model_copy(update={"llm": "openai-like:simulated", "llm_base_url": server.base_url})
@@ -403,7 +402,7 @@ async def bench_peer(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding,
         runs["subq"].append({"wall_s": wall, "llm_calls": sum(stats["calls"].values()),
                              "passages": len(response.source_nodes), "retrieved": len(retrieved),
                              "prompt_chars": sum(stats["prompt_chars"].values()),
-                             "subqueries": stats["calls"]["answer"] - 1})
+                             "subqueries": stats["calls"]["unknown"] - 1})
 
     def summary(items: list[dict[str, Any]]) -> dict[str, Any]:
         return {"wall_s": round(median([i["wall_s"] for i in items]), 4),
@@ -655,7 +654,7 @@ async def run_sections(cfg: BenchConfig, argv: list[str]) -> dict[str, Any]:
     embed_model = build_embed_model(Settings().embed_model, Settings().embed_batch_size) if needs_models else None
     pool = open_pool(cfg.data, cfg.index_dir, embed_model, pool_questions=cfg.pool_questions) \
         if needs_models else None  # type: ignore[arg-type]
-    with SimulatedLLMServer(question=QUESTION, subqueries=list(SUBQUERIES), delay=NETWORK_DELAY_S) as server:
+    with OpenAIServerProcess(question=QUESTION, subqueries=list(SUBQUERIES), delay=NETWORK_DELAY_S) as server:
         for name in cfg.sections:
             if name == "e2e":
                 continue

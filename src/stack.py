@@ -29,6 +29,7 @@ from .agents.verifier import VerifierAgent
 from .agents.writer import WriterAgent
 from .config import Settings, split_spec
 from .core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
+from .core.text import load_sentence_model
 from .llm import LLMClient, RetryPolicy
 from .store import open_qdrant, open_vector_store
 
@@ -148,6 +149,7 @@ def build_agents(
     elif not isinstance(reranker, RerankerAgent):
         reranker = RerankerAgent(reranker)
     client = build_llm_client(settings, llm)
+    load_sentence_model()  # the writer and verifier split sentences: load the model now, not in the first query
     writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences)
     if client is not None and settings.writer_mode == "aggregate":
         writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences)

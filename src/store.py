@@ -19,7 +19,7 @@ from qdrant_client.http import models as rest
 
 from .config import Settings
 from .core.errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
-from .sparse import encode_documents, encode_queries
+from .core.sparse import encode_documents, encode_queries
 
 EMBED_MODEL_KEY = "dagrag_embed_model"
 EMBED_DIM_KEY = "dagrag_embed_dim"

@@ -20,7 +20,7 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.llms import CustomLLM
 from pydantic import Field, PrivateAttr
 
-from .openai_server import AGENT_MARKERS
+from dagrag.testing.openai_server import AGENT_MARKERS
 
 ScriptedReply = str | list[str] | Callable[[str], str]
 

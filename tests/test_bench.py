@@ -11,13 +11,19 @@ import pytest
 from dagrag import Settings
 from dagrag.ingest import ingest_nodes, make_node
 from dagrag.store import close_local_client
+from dagrag.testing.openai_server import (
+    ANY_AGENT,
+    JUDGE_SYSTEM,
+    OpenAIServerProcess,
+    agent_of,
+    simulated_replies,
+)
 
 from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import bench
-import llm_sim
 
 
 def _config(**overrides) -> bench.BenchConfig:
@@ -32,8 +38,12 @@ def _body(system: str, user: str) -> dict:
 
 
 def test_simulated_llm_answers_every_agent():
+    replies = simulated_replies(bench.QUESTION, bench.SUBQUERIES)
+
     def reply(body: dict) -> tuple[str, str]:
-        return llm_sim.reply(body, question=bench.QUESTION, subqueries=list(bench.SUBQUERIES))
+        agent = agent_of(body)
+        answer = replies.get(agent, replies[ANY_AGENT])
+        return agent, answer(body) if callable(answer) else answer
 
     kind, plan = reply(_body("You plan searches for a multi-hop question", "Question: ..."))
     assert kind == "planner" and [s["text"] for s in json.loads(plan)["subqueries"]] == list(bench.SUBQUERIES)
@@ -42,16 +52,17 @@ def test_simulated_llm_answers_every_agent():
     kind, verdicts = reply(_body("You check an answer against its sources.",
                                  "Sentences:\n1. Born in 1980 [2].\n2. Born later [1].\n\nSources:\n..."))
     assert kind == "verifier" and [v["source"] for v in json.loads(verdicts)["sentences"]] == [2, 1]
-    kind, scores = reply(_body(llm_sim.JUDGE_SYSTEM, "Query: annie morton\n[1] Annie Morton is\n[2] other"))
+    kind, scores = reply(_body(JUDGE_SYSTEM, "Query: annie morton\n[1] Annie Morton is\n[2] other"))
     assert kind == "judge" and json.loads(scores)["scores"] == [2, 0]
     kind, questions = reply({"messages": [{"role": "user", "content":
                                            "Given a user question, and a list of tools, output ..."}]})
     assert kind == "subq_questions" and "wikipedia" in questions
-    assert reply(_body("You are an expert Q&A system", "Context information"))[0] == "answer"
+    assert reply(_body("You are an expert Q&A system", "Context information")) == (
+        "unknown", "According to the context, the answer is given above.")
 
 
 async def test_network_layer_overlaps_its_calls():
-    with llm_sim.SimulatedLLMServer(question=bench.QUESTION, subqueries=list(bench.SUBQUERIES)) as server:
+    with OpenAIServerProcess(question=bench.QUESTION, subqueries=list(bench.SUBQUERIES)) as server:
         result = await bench.bench_network(_config(), server)
         server.reset()
         assert server.stats()["calls"] == {}

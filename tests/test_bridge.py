@@ -6,7 +6,9 @@ import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from dagrag.agents.bridge import bridge_queries, named_spans, titled_by, unexplained_words
+from dagrag.agents.rule_planner import find_comparison
 from dagrag.agents.searcher import SearchHits, SearchRequest
+from dagrag.core.names import NAME_CONNECTORS
 from dagrag.work_flows.variants import Variant, pool_candidates
 
 from .conftest import sample_records
@@ -27,6 +29,20 @@ def test_named_spans_keep_quoted_titles_and_respect_the_limit():
     passage = 'She starred in "The Little Colonel" and Bright Eyes, then Heidi, Wee Willie Winkie and Baby Take a Bow.'
     assert "The Little Colonel" in named_spans(passage, "Which film?", limit=8)
     assert len(named_spans(passage, "Which film?", limit=2)) == 2
+
+
+@pytest.mark.parametrize("connector", sorted(NAME_CONNECTORS))
+def test_the_bridge_and_the_planner_join_a_name_over_the_same_connectors(connector):
+    name = f"Alpha {connector} Beta"
+    assert named_spans(f"It was built by {name}, then sold.", "Which ship?", limit=8) == [name]
+    comparison = find_comparison(f"Who is older, {name} or Gamma Delta?")
+    assert comparison is not None and comparison.entities == (name, "Gamma Delta")
+
+
+def test_named_spans_read_capitals_beyond_ascii_and_titles_joined_by_to():
+    passage = "Le Petit Lieutenant stars Élodie Bouchez, and its theme is from Time to Kill. It was shot in Łódź."
+    assert named_spans(passage, "Which film?", limit=8) == [
+        "Le Petit Lieutenant", "Élodie Bouchez", "Time to Kill", "Łódź"]
 
 
 def test_unexplained_words_are_the_childs_words_the_evidence_does_not_contain():
@@ -95,6 +111,7 @@ async def test_without_bridging_the_same_question_runs_one_search_and_misses_the
     assert "Shirley Temple" not in [s.metadata["title"] for s in result.sources]
 
 
+@pytest.mark.slow
 async def test_bridge_questions_of_the_sample_gain_joint_recall_over_the_single_query(make_workflow):
     bridges = [r for r in sample_records() if r["type"] == "bridge"][:8]
     joint = {}

@@ -12,6 +12,8 @@ import asyncio
 import json
 import re
 
+import pytest
+
 from dagrag.llm import LLMClient
 from dagrag.work_flows.events import PlanReady, SubqueryDone
 
@@ -67,6 +69,7 @@ def fingerprint(result) -> dict:
     }
 
 
+@pytest.mark.slow
 async def test_fifty_concurrent_runs_on_one_instance_each_get_their_own_result(make_workflow):
     workflow = make_workflow(subquery_topk_base=2)  # isolation is the point, not depth: fewer pairs to score
     workflow.writer.client = workflow.verifier.client = LLMClient(ScriptedLLM(

@@ -21,8 +21,8 @@ from dagrag import QueryResult, Settings
 from dagrag.core.plan import validate_plan
 from dagrag.llm import LLMClient
 from dagrag.stack import build_llm
+from dagrag.testing.openai_server import ScriptedOpenAIServer
 
-from .openai_server import ScriptedOpenAIServer
 from .scripted_llm import ScriptedLLM
 from .test_fuzz_plan import QUESTION, _wrap, any_char, plan_dicts, tally
 from .test_llm_path import VERIFIER_REPLY

@@ -6,8 +6,8 @@ import pytest
 
 from dagrag import QueryWorkflow, Settings
 from dagrag.agents.searcher import SearchRequest
+from dagrag.core.sparse import document_vector, query_vector, term_id
 from dagrag.ingest import ingest_nodes, make_node
-from dagrag.sparse import document_vector, query_vector, term_id
 from dagrag.store import SPARSE_VECTOR_NAME, has_sparse_vectors, open_qdrant
 
 from .conftest import sample_records

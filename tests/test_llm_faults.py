@@ -28,8 +28,7 @@ from dagrag.llm.client import (
     is_retryable,
 )
 from dagrag.stack import build_agents, build_llm, build_llm_client
-
-from .openai_server import (
+from dagrag.testing.openai_server import (
     CLOSED_MID_BODY,
     EMPTY_BODY,
     NOT_JSON,
@@ -39,6 +38,7 @@ from .openai_server import (
     server_error,
     slow,
 )
+
 from .test_llm_path import GOOD_PLAN, QUESTION, VERIFIER_REPLY, WRITER_REPLY
 
 AGENTS = ("planner", "writer", "verifier")

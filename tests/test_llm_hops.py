@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from .openai_server import ScriptedOpenAIServer, scripted_llm, server_error
+from dagrag.testing.openai_server import ScriptedOpenAIServer, dagrag_llm, server_error
 
 CORLISS = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 BRIDGE_PLAN = {
@@ -32,7 +32,7 @@ def server():
 @pytest.fixture
 def llm_workflow(server, make_workflow):
     def build(**overrides):
-        return make_workflow(llm=scripted_llm(server), context_budget=2, **overrides)
+        return make_workflow(llm=dagrag_llm(server), context_budget=2, **overrides)
     return build
 
 

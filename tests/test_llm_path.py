@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .openai_server import ScriptedOpenAIServer, scripted_llm
+from dagrag.testing.openai_server import ScriptedOpenAIServer, dagrag_llm
 
 QUESTION = "Were Scott Derrickson and Ed Wood of the same nationality?"
 GOOD_PLAN = {
@@ -33,7 +33,7 @@ def server():
 @pytest.fixture
 def llm_workflow(server, make_workflow):
     def build(**overrides):
-        return make_workflow(llm=scripted_llm(server), **overrides)
+        return make_workflow(llm=dagrag_llm(server), **overrides)
     return build
 
 

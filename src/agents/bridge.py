@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..core.names import CONNECTOR, NAME_WORD
 from ..core.plan import PARENT_REFERENCE
 from ..core.text import content_words
 
-_CONNECTOR = r"(?:of|the|de|la|le|von|van|der|den|du|del|da|di|and|&|y|in|on|for)"
-_NAME_WORD = r"[A-Z0-9](?:[\w'’\-]|\.(?=\w))*"  # a dot only inside a word ("J.R.R"), never a sentence end
+# A quoted title, or a run of name words that connectors may join ("Kiss and Tell", "Battle of Belleau Wood").
 _NAMED_SPAN = re.compile(
-    rf"\"([^\"]{{2,80}})\"|“([^”]{{2,80}})”|({_NAME_WORD}(?:\s+(?:{_CONNECTOR}\s+)*{_NAME_WORD})*)")
+    rf"\"([^\"]{{2,80}})\"|“([^”]{{2,80}})”|({NAME_WORD}(?:\s+(?:{CONNECTOR}\s+)*{NAME_WORD})*)")
 _LEADING_FUNCTION_WORD = re.compile(
     r"^(?:The|A|An|In|On|At|By|For|From|After|Before|During|Since|His|Her|Its|Their|This|That|These|It|He|She)\s+")
 # Capitalised words that name nothing on their own (sentence openers, nationalities, months).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..core.names import is_connector, is_name_word
 from ..core.plan import Hints, Plan, SubQuery, single_query_plan
 from ..core.text import STOPWORDS, content_words
 
@@ -29,9 +30,6 @@ CUE_ATTRIBUTES = {
     "taller": "height", "shorter": "height", "longer": "length", "larger": "size", "bigger": "size",
     "smaller": "size", "higher": "high", "lower": "low",
 }
-NAME_CONNECTORS = frozenset(
-    """of the to for de la le du del von van der y & and in on""".split()
-)
 PRONOUNS = {"he": "", "she": "", "it": "", "they": "", "him": "", "them": "",
             "his": "'s", "her": "'s", "its": "'s", "their": "'s"}
 _WORD = re.compile(r"\S+")
@@ -44,11 +42,6 @@ class Comparison:
     predicate: list[str]
 
 
-def _is_name_word(word: str) -> bool:
-    core = word.strip("\"'()“”‘’,:;")
-    return bool(core) and (core[0].isupper() or core[0].isdigit())
-
-
 def _leading_name(words: list[str]) -> list[str]:
     """The longest run of name-like words at the start (connectors allowed between name words)."""
     run: list[str] = []
@@ -57,12 +50,12 @@ def _leading_name(words: list[str]) -> list[str]:
         i = 1
     while i < len(words):
         word = words[i]
-        if _is_name_word(word):
+        if is_name_word(word):
             run = words[: i + 1]
             if word.endswith(",") or word.endswith(":"):
                 break
             i += 1
-        elif word.lower() in NAME_CONNECTORS and i + 1 < len(words) and _is_name_word(words[i + 1]) and run:
+        elif is_connector(word) and i + 1 < len(words) and is_name_word(words[i + 1]) and run:
             i += 1
         else:
             break
@@ -74,7 +67,7 @@ def _trailing_name(words: list[str]) -> list[str]:
     reversed_run = _leading_name(list(reversed(words)))
     run = list(reversed(reversed_run))
     # A connector cannot start a name ("of Ed Wood" -> "Ed Wood").
-    while run and run[0].lower() in NAME_CONNECTORS:
+    while run and is_connector(run[0]):
         run = run[1:]
     return run
 

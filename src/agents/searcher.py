@@ -20,8 +20,8 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models as rest
 
 from ..core.search import SearchHits, SearchRequest
+from ..core.sparse import query_vector
 from ..core.text import tokens
-from ..sparse import query_vector
 from .cache import LRUCache
 
 

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being
@@ -17,8 +24,9 @@ STOPWORDS = frozenset(
 )
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])((?:\s*\[\d+(?:\s*,\s*\d+)*\])*)\s+(?=[\"'(]?[A-Z0-9])")
-_ONLY_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
+_LEADING_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
+_SENTENCE_OPENING = re.compile(r"[\"'“‘(\[]*([^\W_])")  # opening quotes or brackets, then a letter or digit
+_TRAILING_INITIALS = re.compile(r"(?:^|[\s(])((?:[A-Z]\.){2,4})\s*$")  # "... by J.R.R. " / "(George H.W. "
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newlines
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -48,25 +56,78 @@ def without_control_chars(text: str) -> str:
     return _SURROGATE.sub(" ", _CONTROL.sub(" ", text))
 
 
+class _OrthoContext(dict):
+    """Punkt's word-case statistics. Looking up an unseen word gives 0 and, unlike the defaultdict nltk
+    loads, stores nothing: splitting never writes to the shared model (thread-safe, and it does not grow)."""
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class _SentenceModel:
+    punkt: PunktSentenceTokenizer
+    abbreviations: frozenset[str]  # "u.s", "j.k", "dr": Punkt's known abbreviations, without the final dot
+
+
+_sentence_model: _SentenceModel | None = None
+_sentence_model_lock = threading.Lock()
+
+
+def load_sentence_model() -> _SentenceModel:
+    """NLTK's English Punkt model, from the copy llama-index-core ships as package data (never downloaded).
+
+    Loaded once, on first use or by `stack.build_agents`: importing nltk takes a second or more, which
+    `import dagrag` should not pay."""
+    global _sentence_model
+    with _sentence_model_lock:
+        if _sentence_model is None:
+            import llama_index.core
+            import nltk
+            from nltk.tokenize.punkt import PunktSentenceTokenizer, load_punkt_params
+
+            data = str(Path(llama_index.core.__file__).parent / "_static" / "nltk_cache")
+            if data not in nltk.data.path:  # nltk opens model files only under its data path
+                nltk.data.path.append(data)  # (llama-index-core appends the same folder when it uses nltk)
+            params = load_punkt_params(nltk.data.find("tokenizers/punkt_tab/english/", paths=[data]))
+            params.ortho_context = _OrthoContext(params.ortho_context)
+            punkt = PunktSentenceTokenizer(params)
+            punkt.tokenize("Compile the lazy regexes now. Not in two threads at once.")
+            _sentence_model = _SentenceModel(punkt, frozenset(params.abbrev_types))
+        return _sentence_model
+
+
 def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences, keeping trailing citations like `[1]` with their sentence."""
+    """Split prose into sentences, keeping citations like `[1]` with the sentence they close.
+
+    NLTK's Punkt model finds the boundaries, so abbreviations and initials do not end a sentence
+    ("Edward Davis Wood Jr. (October 10, 1924 ...", "U.S. Army", "J. R. R. Tolkien"). Three corrections:
+    a citation after the period ("... French. [1] He ...") moves back to the sentence it closes; a
+    "sentence" that starts in lower case continues the previous one (an abbreviation Punkt does not know:
+    "Wigan Athletic F.C. and ...", "i.e. light welterweight"); and run-together initials that are not in
+    Punkt's abbreviation list ("J.R.R. Tolkien", "A.R. Rahman") are a name, not a sentence end.
+    """
     text = " ".join(text.split())
     if not text:
         return []
-    pieces: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end(1)
-        pieces.append(text[start:end].strip())
-        start = match.end()
-    pieces.append(text[start:].strip())
-    sentences: list[str] = []
-    for piece in pieces:
-        if sentences and _ONLY_CITATIONS.fullmatch(piece):
-            sentences[-1] = f"{sentences[-1]} {piece}"  # "... Wood. [4]" keeps its citation
-        elif piece:
-            sentences.append(piece)
-    return sentences
+    model = _sentence_model or load_sentence_model()
+    starts = [0]
+    for start, _ in model.punkt.span_tokenize(text):
+        if start == 0:
+            continue
+        initials = _TRAILING_INITIALS.search(text, max(0, start - 12), start)
+        if initials and initials.group(1)[:-1].lower() not in model.abbreviations:
+            continue
+        citation = _LEADING_CITATIONS.match(text, start)
+        if citation:
+            start = citation.end()
+            while start < len(text) and text[start] == " ":
+                start += 1
+        # A sentence starts after a space, with a word that is not lower case ("etc.), and", "Love? ", and").
+        opening = _SENTENCE_OPENING.match(text, start)
+        if start > starts[-1] and text[start - 1] == " " and opening and not opening.group(1).islower():
+            starts.append(start)
+    return [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)]) if text[a:b].strip()]
 
 
 def citations(sentence: str) -> list[int]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
 from workflows.events import Event, StartEvent
 
 from ..core.plan import Plan
@@ -80,4 +79,4 @@ class AnswerDrafted(Event):
 
 
 class VerificationDone(Event):
-    verification: Verification = Field(default_factory=Verification)
+    verification: Verification

@@ -10,7 +10,7 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 
-from .core.text import content_words
+from .text import content_words
 
 BM25_K1 = 1.2
 BM25_B = 0.75

@@ -1,0 +1,188 @@
+"""The retrieval policy, tested directly as plan.py is: pure functions over a run's state, no models, no Qdrant."""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from dagrag import Settings
+from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan
+from dagrag.core.result import SentenceCheck, Source, SubqueryReport, Verification
+from dagrag.core.search import SearchHits
+from dagrag.work_flows.policy import (
+    RetrievalPolicy,
+    backtrack_targets,
+    is_hop,
+    kept_per_subquery,
+    needs_retry,
+    parents_kept,
+    path_of,
+    pool_size,
+)
+from dagrag.work_flows.report import record_search
+from dagrag.work_flows.run import QueryRun
+from dagrag.work_flows.variants import Variant, merge_scores, pool_candidates, subquery_searches, unscored
+
+QUESTION = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+POLICY = RetrievalPolicy(topk_base=5, topk_step=3, bridge_rerank_top=3, max_retries=1, critic_min_score=0.2,
+                         coverage_min_score=0.1, bridge_max_entities=8)
+
+
+def node(title: str, text: str, node_id: str | None = None) -> NodeWithScore:
+    return NodeWithScore(node=TextNode(id_=node_id or title, text=text, metadata={"title": title}), score=0.9)
+
+
+def bridge_run(**plan_overrides) -> QueryRun:
+    plan = Plan(query=QUESTION, hyde_document="A passage.", subqueries=[
+        SubQuery(id="s1", text=QUESTION),
+        SubQuery(id="s2", text=f"{{s1}} {QUESTION}", parents=["s1"],
+                 hints=Hints(synonyms=["post"], must_include=["Corliss Archer"]))], **plan_overrides)
+    executed = finalize_plan(plan, question=QUESTION, subquery_max=4, origin=PlanOrigin.GIVEN)
+    assert executed is not None
+    return QueryRun(question=QUESTION, plan=executed, path=path_of(POLICY, executed))
+
+
+KISS_AND_TELL = node("Kiss and Tell (1945 film)",
+                     "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as "
+                     "Corliss Archer.")
+
+
+def test_the_policy_reads_its_knobs_from_settings_once():
+    policy = RetrievalPolicy.from_settings(Settings(subquery_topk_base=7, bridge_rerank_top=2, subquery_max_iters=0,
+                                                    planner_enable_dag=False, verify_backtrack=False))
+    assert (policy.topk_base, policy.bridge_rerank_top, policy.max_retries) == (7, 2, 0)
+    assert not policy.enable_dag and not policy.verify_backtrack
+
+
+def test_one_subquery_or_the_dag_off_is_the_single_path():
+    run = bridge_run()
+    assert path_of(POLICY, run.plan) == "dag"
+    assert path_of(RetrievalPolicy(enable_dag=False), run.plan) == "single"
+    single = finalize_plan(Plan(query=QUESTION, subqueries=[SubQuery(id="s1", text=QUESTION)]), question=QUESTION,
+                           subquery_max=4, origin=PlanOrigin.GIVEN)
+    assert path_of(POLICY, single) == "single"
+    assert kept_per_subquery(RetrievalPolicy(attribution_top_n=1, context_budget=4), "dag") == 1
+    assert kept_per_subquery(RetrievalPolicy(attribution_top_n=1, context_budget=4), "single") == 4
+
+
+def test_a_hop_is_a_subquery_still_naming_a_parent_when_searched():
+    run = bridge_run()
+    s1, s2 = run.plan.subqueries
+    assert not is_hop(run, s1) and is_hop(run, s2)
+    run.rewritten["s2"] = "What government position did Shirley Temple hold?"
+    assert not is_hop(run, s2)
+
+
+def test_pool_size_is_one_rule_for_hops_and_plain_subqueries_and_widens_on_retry():
+    run = bridge_run()
+    s1, s2 = run.plan.subqueries
+    assert [pool_size(POLICY, run, s1, attempt) for attempt in (1, 2, 3)] == [5, 8, 11]
+    assert [pool_size(POLICY, run, s2, attempt) for attempt in (1, 2)] == [3, 6]
+    hinted = s1.model_copy(update={"hints": Hints(top_k=12)})
+    assert pool_size(POLICY, run, hinted, 1) == 12
+    run.rewritten["s2"] = "What government position did Shirley Temple hold?"
+    assert pool_size(POLICY, run, s2, 1) == 5  # rewritten by an LLM: a plain search again
+
+
+def test_a_plain_subquery_runs_one_search_and_a_retry_widens_it():
+    run = bridge_run()
+    s1 = run.plan.subqueries[0]
+    [first] = subquery_searches(POLICY, run, s1, attempt=1)
+    assert first.request.text == QUESTION and first.request.top_k == 5 and first.entity is None
+    assert first.request.hyde is None  # the plan's HyDE passage is for the single path only
+    s2_rewritten = run.plan.subqueries[1]
+    run.rewritten["s2"] = "Shirley Temple government position"
+    [retry] = subquery_searches(POLICY, run, s2_rewritten, attempt=2)
+    assert retry.request.text == "Shirley Temple government position post Corliss Archer"
+    assert retry.request.top_k == 8 and retry.request.must_include == ("Corliss Archer",)
+
+
+def test_a_hop_searches_each_entity_its_parents_best_page_names():
+    run = bridge_run()
+    run.ranked["s1"] = [KISS_AND_TELL]
+    variants = subquery_searches(POLICY, run, run.plan.subqueries[1], attempt=1)
+    entities = [v.entity for v in variants]
+    assert "Corliss Archer" not in entities  # the question already names it
+    assert all(v.request.top_k == 3 and "{" not in v.request.text for v in variants)
+    shirley = next(v for v in variants if "Shirley Temple" in (v.entity or ""))
+    assert shirley.request.text.startswith(f"{shirley.entity} ") and "government" in shirley.request.text
+
+
+def test_a_hop_whose_parent_found_nothing_searches_the_words_around_the_reference():
+    run = bridge_run()
+    [variant] = subquery_searches(POLICY, run, run.plan.subqueries[1], attempt=1)
+    assert variant.request.text == QUESTION and variant.entity is None
+
+
+def test_a_hop_may_not_reuse_what_its_parents_keep():
+    run = bridge_run()
+    run.reports["s1"] = SubqueryReport(id="s1", text=QUESTION, layer=0, status="covered", kept_node_ids=["a", "b"])
+    run.reports["s3"] = SubqueryReport(id="s3", text="x", layer=0, status="covered", kept_node_ids=["c"])
+    assert parents_kept(run, run.plan.subqueries[1]) == frozenset({"a", "b"})
+    assert parents_kept(run, run.plan.subqueries[0]) == frozenset()
+
+
+@pytest.mark.parametrize(("status", "best", "attempts", "retry"), [
+    ("failed", None, 1, True),
+    ("uncovered", 0.05, 1, True),
+    ("covered", 0.15, 1, True),  # covered, but under CRITIC_MIN_SCORE
+    ("covered", 0.9, 1, False),
+    ("uncovered", 0.05, 2, False),  # its one retry is spent
+])
+def test_the_critic_retries_failed_uncovered_and_weak_subqueries_while_retries_are_left(status, best, attempts, retry):
+    run = bridge_run()
+    run.reports["s1"] = SubqueryReport(id="s1", text=QUESTION, layer=0, status=status, best_score=best)
+    run.attempts["s1"] = attempts
+    assert needs_retry(POLICY, run, "s1") is retry
+    assert needs_retry(POLICY, run, "s2") is False  # not searched yet
+
+
+def _sources() -> list[Source]:
+    return [Source(node_id=n, text="t", score=0.9, subquery_id=sq, rank_in_subquery=1, subquery_ids=[sq])
+            for n, sq in (("a", "s1"), ("b", "s2"))]
+
+
+def _verification(*checks: tuple[bool, list[int]]) -> Verification:
+    return Verification(sentences=[SentenceCheck(sentence="x", citations=c, supported=ok, method="lexical")
+                                   for ok, c in checks])
+
+
+def test_backtracking_targets_the_subqueries_behind_unsupported_sentences_once():
+    run = bridge_run()
+    run.deadline = float("inf")
+    verification = _verification((True, [1]), (False, [2, 7]))  # [7] names no source: ignored
+    assert backtrack_targets(POLICY, run, _sources(), verification) == ["s2"]
+    assert backtrack_targets(POLICY, run, _sources(), _verification((True, [1]), (True, [2]))) == []
+    assert backtrack_targets(RetrievalPolicy(verify_backtrack=False), run, _sources(), verification) == []
+    run.backtracked = ["s2"]
+    assert backtrack_targets(POLICY, run, _sources(), verification) == []  # once per run
+    late = bridge_run()
+    late.deadline = 0.0
+    assert backtrack_targets(POLICY, late, _sources(), verification) == []
+
+
+def test_only_unscored_candidates_meet_the_reranker_and_the_best_names_its_query():
+    run = bridge_run()
+    seen, fresh_node = node("Old", "old passage", "old"), node("New", "new passage", "new")
+    run.ranked["s1"] = [NodeWithScore(node=seen.node, score=0.4)]
+    variant = Variant("s1", subquery_searches(POLICY, run, run.plan.subqueries[0], 1)[0].request)
+    pools = {"s1": pool_candidates([variant], [SearchHits(candidates=[seen, fresh_node])], keep=5)}
+    fresh = unscored(run, pools)
+    assert [c.hit.node.node_id for _, c in fresh] == ["new"]
+    merge_scores(run, ["s1"], fresh, [0.8])
+    assert [(h.node.node_id, h.score) for h in run.ranked["s1"]] == [("new", 0.8), ("old", 0.4)]
+    assert run.searched_as["s1"] == QUESTION
+
+
+def test_a_failed_retry_keeps_the_earlier_report_but_counts_the_attempt():
+    run = bridge_run()
+    s1 = run.plan.subqueries[0]
+    run.ranked["s1"] = [NodeWithScore(node=KISS_AND_TELL.node, score=0.7)]
+    first = record_search(POLICY, run, s1, [SearchHits()], retry=False)
+    assert first is not None and first.status == "covered" and first.kept_node_ids == [KISS_AND_TELL.node.node_id]
+    assert record_search(POLICY, run, s1, [RuntimeError("qdrant down")], retry=True) is None
+    assert run.reports["s1"].status == "covered" and run.reports["s1"].attempts == 2
+    failed = record_search(POLICY, run, run.plan.subqueries[1], [RuntimeError("qdrant down")], retry=False)
+    assert failed is not None and failed.status == "failed" and "qdrant down" in (failed.error or "")
+    skipped = record_search(POLICY, run, run.plan.subqueries[1], None, retry=False)
+    assert skipped is not None and skipped.status == "skipped"
