@@ -85,7 +85,7 @@ def render(result: QueryResult) -> None:
             parents = f" ← {', '.join(by_id[sq_id].parents)}" if by_id[sq_id].parents else ""
             score = f" best={report.best_score:.3f}" if report and report.best_score is not None else ""
             tries = f" tries={report.attempts}" if report and report.attempts > 1 else ""
-            line = branch.add(f"{sq_id}: {escape(by_id[sq_id].text)}{parents}  [{status}{score}{tries}]")
+            line = branch.add(f"{sq_id}: {escape(by_id[sq_id].text)}{parents}  {escape(f'[{status}{score}{tries}]')}")
             if report and report.searched_as and report.searched_as != by_id[sq_id].text:
                 line.add(f"[dim]searched as: {escape(report.searched_as)}[/]")
     if result.backtracked_subqueries:

@@ -61,6 +61,7 @@ def test_simulated_llm_answers_every_agent():
         "unknown", "According to the context, the answer is given above.")
 
 
+@pytest.mark.slow
 async def test_network_layer_overlaps_its_calls():
     with OpenAIServerProcess(question=bench.QUESTION, subqueries=list(bench.SUBQUERIES)) as server:
         result = await bench.bench_network(_config(), server)

@@ -169,8 +169,8 @@ class QueryWorkflow(Workflow):
     async def write(self, ctx: Context, ev: EvidenceGathered) -> AnswerDrafted:
         started = time.perf_counter()
         run = ev.run
-        answer = None if run.out_of_time() else await before_deadline(
-            run.deadline, self.writer.awrite(run.plan.query, run.plan, ev.sources, run.ledger))
+        answer = await before_deadline(run.deadline, self.writer.awrite(run.plan.query, run.plan, ev.sources,
+                                                                        run.ledger))
         if answer is None:
             run.record_partial("writing")
             answer = self.writer.lead_sentences(ev.sources)
@@ -183,8 +183,7 @@ class QueryWorkflow(Workflow):
     async def verify(self, ctx: Context, ev: AnswerDrafted) -> StopEvent | BacktrackQueued:
         run = ev.run
         started = time.perf_counter()
-        verification = None if run.out_of_time() else await before_deadline(
-            run.deadline, self.verifier.averify(ev.answer, ev.sources, run.ledger))
+        verification = await before_deadline(run.deadline, self.verifier.averify(ev.answer, ev.sources, run.ledger))
         if verification is None:
             run.record_partial("verification")
             verification = Verification(method="skipped: query deadline passed")
@@ -248,7 +247,7 @@ class QueryWorkflow(Workflow):
         attempt = {sq.id: run.attempts.get(sq.id, 0) + 1 for sq in subqueries}
         variants = {sq.id: subquery_searches(self.policy, run, sq, attempt[sq.id]) for sq in subqueries}
         flat = [v for sq_variants in variants.values() for v in sq_variants]
-        hits = None if run.out_of_time() else await before_deadline(run.deadline, self._search_batch(flat))
+        hits = await before_deadline(run.deadline, self._search_batch(flat))
         searched = time.perf_counter()
         run.add_time("search_s", searched - started)
         if hits is None:
