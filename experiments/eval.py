@@ -5,18 +5,26 @@
 Open-corpus setting: the paragraphs of every question in the run are pooled (deduplicated), indexed
 once into a persistent embedded Qdrant collection keyed by (corpus hash, embedding model), and every
 system answers every question from the whole pool, handing its writer at most `--budget` passages.
+
+A long run survives failures and restarts: a question on which a system raises is recorded as a failed
+(wrong) row and the run goes on; every finished row is appended to OUT/per_question.jsonl at once, and a
+re-run with the same --out and run config (OUT/run.json) answers only the rows still missing, then
+summarises them all. --fresh starts over.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import hashlib
 import json
+import os
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +37,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eval_data import DataFormatError, Example, decomposition_plan, load_examples
 from eval_metrics import answer_match, best_over_aliases, exact_match, f1_score, percentile, supporting_recall
 
-from dagrag import Plan, QueryResult, QueryWorkflow, Settings
+from dagrag import Plan, PlanOrigin, QueryResult, QueryWorkflow, Settings
+from dagrag.agents.planner import QueryPlannerAgent
 from dagrag.ingest import ingest_nodes, make_node
-from dagrag.stack import build_embed_model, build_llm, build_reranker
+from dagrag.stack import build_agents, build_embed_model, build_llm, build_reranker
 from dagrag.store import open_vector_store
 
-SYSTEMS = ("single", "dag", "oracle", "subq")
+SYSTEMS = ("single", "dag", "oracle", "subq", "dag-rule")
+DAGRAG_SYSTEMS = ("single", "dag", "oracle", "dag-rule")  # the ones with a plan and checked citations
 METRICS = ("em", "f1", "match", "recall", "joint_recall", "passages_per_question", "context_tokens",
            "coverage_ratio", "support_rate", "llm_calls", "llm_tokens")
-SUMMARY_KEYS = (*METRICS, "latency_p50_s", "latency_p95_s", "n")
+SUMMARY_KEYS = (*METRICS, "latency_p50_s", "latency_p95_s", "n", "failures")
+PLAN_ORIGINS = tuple(origin.value for origin in PlanOrigin)
+ROWS_FILE, RUN_FILE = "per_question.jsonl", "run.json"
+SUMMARY_FILES = ("summary.json", "summary.md", "summary.png")
+RUN_CONFIG_KEYS = ("data", "limit", "seed", "budget", "llm")  # what rows to be resumed must have been made with
+ERROR_CHARS = 500  # a failed row's error message is cut to this
+
+
+class RunConfigError(Exception):
+    """--out holds rows that cannot be resumed by this run (another run config, or an unreadable file)."""
 
 
 @dataclass
@@ -98,6 +117,13 @@ async def run_dagrag(workflow: QueryWorkflow, example: Example, plan: Plan | Non
     return result, time.perf_counter() - started
 
 
+def citation_counts(result: QueryResult) -> dict[str, int]:
+    """Source numbers cited in the answer's sentences, and how many of them name a source that exists."""
+    sentences = result.verification.sentences
+    cited = sum(len(s.citations) for s in sentences)
+    return {"cited": cited, "valid": cited - sum(len(s.unknown_citations) for s in sentences)}
+
+
 def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: TokenCounter) -> dict[str, Any]:
     features = result.retrieval_confidence_features
     metrics = score(example, result.answer, [s.node_id for s in result.sources], [s.text for s in result.sources],
@@ -108,11 +134,28 @@ def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: To
                         "llm_tokens": (result.llm_calls.prompt_tokens or 0) + (result.llm_calls.completion_tokens or 0),
                         "latency_s": seconds,
                     })
-    return {"plan": result.plan.model_dump(mode="json"),
+    citations = citation_counts(result)
+    return {"plan": result.plan.model_dump(mode="json"), "plan_origin": PlanOrigin(result.plan.origin).value,
+            "citations": citations,
+            "valid_citation_rate": round(citations["valid"] / citations["cited"], 4) if citations["cited"] else None,
             "sources": [{"title": s.metadata.get("title"), "subquery_id": s.subquery_id,
                          "rank_in_subquery": s.rank_in_subquery, "score": s.score} for s in result.sources],
             "answer": result.answer, "degradations": [d.model_dump() for d in result.degradations],
             "metrics": metrics}
+
+
+def error_text(error: BaseException) -> str:
+    """`ExceptionType: message`, on one line, cut to ERROR_CHARS."""
+    message = " ".join(str(error).split())
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 1] + "…"
+
+
+def failed_row(error: Exception, seconds: float) -> dict[str, Any]:
+    """A question the system raised on: scored as a wrong answer (every metric 0), not dropped."""
+    return {"failed": True, "error": error_text(error), "elapsed_s": round(seconds, 3), "answer": "", "sources": [],
+            "plan_origin": None, "citations": None, "valid_citation_rate": None,
+            "metrics": {**dict.fromkeys(METRICS, 0), "latency_s": 0.0}}
 
 
 class LLMCallCounter(BaseEventHandler):
@@ -147,20 +190,24 @@ class SubQuestionBaseline:
             query_engine_tools=[tool], llm=llm, use_async=True, question_gen=_question_generator(llm), verbose=False)
         self.lock = asyncio.Lock()  # the token counter is shared: one question at a time
 
-    async def run(self, example: Example, tokens: TokenCounter) -> dict[str, Any]:
+    async def answer(self, example: Example) -> tuple[Any, float, int, int]:
+        """(response, seconds, LLM calls, LLM tokens); raises what SubQuestionQueryEngine raises."""
         async with self.lock:
             self.counter.calls = self.counter.tokens = 0
             started = time.perf_counter()
             response = await self.engine.aquery(example.question)
-            seconds = time.perf_counter() - started
-            calls, llm_tokens = self.counter.calls, self.counter.tokens
-        retrieved = [n for n in response.source_nodes if n.node.metadata.get("title") is not None]
-        metrics = score(example, str(response), [n.node.node_id for n in retrieved],
-                        [n.node.get_content() for n in retrieved], tokens,
-                        {"coverage_ratio": 0.0, "support_rate": 0.0, "llm_calls": calls, "llm_tokens": llm_tokens,
-                         "latency_s": seconds})
-        return {"answer": str(response), "sources": [{"title": n.node.metadata.get("title")} for n in retrieved],
-                "metrics": metrics}
+            return response, time.perf_counter() - started, self.counter.calls, self.counter.tokens
+
+
+def subq_row(example: Example, response: Any, seconds: float, calls: int, llm_tokens: int,
+             tokens: TokenCounter) -> dict[str, Any]:
+    retrieved = [n for n in response.source_nodes if n.node.metadata.get("title") is not None]
+    metrics = score(example, str(response), [n.node.node_id for n in retrieved],
+                    [n.node.get_content() for n in retrieved], tokens,
+                    {"coverage_ratio": 0.0, "support_rate": 0.0, "llm_calls": calls, "llm_tokens": llm_tokens,
+                     "latency_s": seconds})
+    return {"answer": str(response), "sources": [{"title": n.node.metadata.get("title")} for n in retrieved],
+            "metrics": metrics}
 
 
 def _question_generator(llm: Any) -> Any:
@@ -182,31 +229,51 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if not items:
             return {}
         out = {m: round(sum(r["metrics"][m] for r in items) / len(items), 4) for m in METRICS}
-        latencies = [r["metrics"]["latency_s"] for r in items]
+        # Latency is that of the answered questions: a failed one has no answer to time.
+        latencies = [r["metrics"]["latency_s"] for r in items if not r.get("failed")]
         out.update(latency_p50_s=round(percentile(latencies, 50), 4), latency_p95_s=round(percentile(latencies, 95), 4),
-                   n=len(items))
+                   n=len(items), failures=sum(bool(r.get("failed")) for r in items))
         return out
 
     by_system: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_system[row["system"]].append(row)
     systems = {}
-    for name, items in by_system.items():
+    for name in sorted(by_system, key=lambda n: SYSTEMS.index(n) if n in SYSTEMS else len(SYSTEMS)):
+        items = by_system[name]
         by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in items:
             by_type[row["type"]].append(row)
-        systems[name] = {**block(items), "by_type": {t: block(v) for t, v in sorted(by_type.items())}}
+        systems[name] = {**block(items), **telemetry(name, items),
+                         "by_type": {t: block(v) for t, v in sorted(by_type.items())}}
     return systems
 
 
+def telemetry(name: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """How a dagrag system's plans were obtained (answered questions) and how many of its citations are real."""
+    if name not in DAGRAG_SYSTEMS:
+        return {"plan_origins": None, "valid_citation_rate": None}
+    answered = [r for r in items if not r.get("failed")]
+    origins = Counter(r.get("plan_origin") for r in answered)
+    cited = sum(r["citations"]["cited"] for r in answered if r.get("citations"))
+    valid = sum(r["citations"]["valid"] for r in answered if r.get("citations"))
+    return {"plan_origins": {origin: origins.get(origin, 0) for origin in PLAN_ORIGINS},
+            "valid_citation_rate": round(valid / cited, 4) if cited else None}
+
+
 def markdown_table(systems: dict[str, Any]) -> str:
-    columns = ("n", "em", "f1", "match", "recall", "joint_recall", "passages_per_question", "context_tokens",
-               "coverage_ratio", "support_rate", "llm_calls", "latency_p50_s", "latency_p95_s")
+    columns = ("n", "failures", "em", "f1", "match", "recall", "joint_recall", "passages_per_question",
+               "context_tokens", "coverage_ratio", "support_rate", "llm_calls", "latency_p50_s", "latency_p95_s")
     lines = ["| system | type | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
     for name, summary in systems.items():
         for type_name, block in [("all", summary), *summary["by_type"].items()]:
             cells = [f"{block[c]:.3f}" if isinstance(block[c], float) else str(block[c]) for c in columns]
             lines.append(f"| {name} | {type_name} | " + " | ".join(cells) + " |")
+    lines += ["", "| system | failures | plan origins | valid_citation_rate |", "|---|---|---|---|"]
+    for name, summary in systems.items():
+        origins = ", ".join(f"{o} {c}" for o, c in (summary["plan_origins"] or {}).items() if c) or "-"
+        rate = summary["valid_citation_rate"]
+        lines.append(f"| {name} | {summary['failures']} | {origins} | {'-' if rate is None else f'{rate:.3f}'} |")
     return "\n".join(lines)
 
 
@@ -237,13 +304,121 @@ def plot(systems: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+# --- the output folder: rows appended as they finish, a run config to resume against ---------------
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows in per_question.jsonl. A last line cut short (the process was killed mid-write) is dropped
+    with a warning and cut from the file, so that the next row appended starts on a line of its own."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    pieces = data.split(b"\n")  # the last piece is b"" when the file ends with a newline
+    last = max((i for i, piece in enumerate(pieces) if piece.strip()), default=-1)
+    rows: list[dict[str, Any]] = []
+    good_end = 0  # bytes up to the end of the last good line
+    for index, piece in enumerate(pieces[: last + 1]):
+        if piece.strip():
+            try:
+                row = json.loads(piece)
+                if not (isinstance(row, dict) and isinstance(row.get("system"), str) and "id" in row
+                        and isinstance(row.get("metrics"), dict)):
+                    raise ValueError("not a result row")
+            except ValueError as error:
+                if index < last:
+                    raise RunConfigError(
+                        f"{path}:{index + 1}: unreadable row ({error}); delete that line, or pass --fresh") from None
+                print(f"warning: {path}:{index + 1}: ignoring an unfinished last line (the run was stopped while "
+                      "writing it); its question runs again", file=sys.stderr)
+                with path.open("r+b") as handle:
+                    handle.truncate(good_end)
+                return rows
+            rows.append(row)
+        good_end += len(piece) + 1
+    if last >= 0 and last == len(pieces) - 1:  # a complete row without its newline
+        with path.open("ab") as handle:
+            handle.write(b"\n")
+    return rows
+
+
+def run_config(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    return {"data": str(args.data), "data_sha256": hashlib.sha256(Path(args.data).read_bytes()).hexdigest(),
+            "limit": args.limit, "seed": args.seed, "budget": args.budget, "llm": settings.llm}
+
+
+def config_mismatches(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    mismatches = []
+    for key in RUN_CONFIG_KEYS:
+        if key == "data":
+            if previous.get("data_sha256") != current["data_sha256"]:
+                mismatches.append(f"data: {previous.get('data')} (sha256 {str(previous.get('data_sha256'))[:12]}) "
+                                  f"there, {current['data']} (sha256 {current['data_sha256'][:12]}) here")
+        elif previous.get(key) != current[key]:
+            mismatches.append(f"{key}: {previous.get(key)!r} there, {current[key]!r} here")
+    return mismatches
+
+
+def prepare_output(out: Path, config: dict[str, Any], *, fresh: bool,
+                   retry_failed: bool = False) -> dict[tuple[str, str], dict[str, Any]]:
+    """The rows already in `out` by (system, id), after checking they were made with this run config; records
+    the config in run.json. `fresh`: delete the rows (and summaries) first."""
+    out.mkdir(parents=True, exist_ok=True)
+    if fresh:
+        for name in (ROWS_FILE, *SUMMARY_FILES):
+            (out / name).unlink(missing_ok=True)
+    rows = read_rows(out / ROWS_FILE)
+    if rows:
+        try:
+            previous = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RunConfigError(f"{out / ROWS_FILE} has rows but there is no {RUN_FILE} beside it, so the run "
+                                 "config they were made with is unknown; pass --fresh to start over") from None
+        except ValueError as error:
+            raise RunConfigError(f"{out / RUN_FILE} is unreadable ({error}); pass --fresh to start over") from None
+        mismatches = config_mismatches(previous, config)
+        if mismatches:
+            raise RunConfigError(
+                f"{out / ROWS_FILE} holds {len(rows)} rows of a run with another config ({'; '.join(mismatches)}); "
+                "resume with the same --data/--limit/--seed/--budget and LLM, use another --out, or pass --fresh "
+                "to delete those rows and start over")
+    write_atomically(out / RUN_FILE, json.dumps(config, indent=2) + "\n")
+    done = {(r["system"], r["id"]): r for r in rows}  # a later row of the same question supersedes an earlier
+    return {key: row for key, row in done.items() if not (retry_failed and row.get("failed"))}
+
+
+def write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def skip_reason(name: str, llm: Any, examples: list[Example]) -> str | None:
+    if name == "subq" and llm is None:
+        return "needs an LLM (set DAGRAG_LLM); not run rather than faked"
+    if name == "dag-rule" and llm is None:
+        return "without an LLM it is dag itself (rule planner, offline writer and verifier); not run twice"
+    if name == "oracle" and not any(e.decomposition for e in examples):
+        return "the data has no gold decompositions (MuSiQue has them)"
+    return None
+
+
+def dagrag_workflow(name: str, settings: Settings, llm: Any, embed_model: Any, reranker: Any) -> QueryWorkflow:
+    variant = settings.model_copy(update={"planner_enable_dag": name != "single"})
+    agents = build_agents(variant, llm=llm, embed_model=embed_model, reranker=reranker)
+    if name == "dag-rule":  # the rule planner; the writer, verifier and resolver keep the LLM
+        agents = dataclasses.replace(agents, planner=QueryPlannerAgent(
+            None, subquery_max=variant.subquery_max, enable_dag=True, bridge=variant.planner_bridge))
+    return QueryWorkflow(**vars(agents), settings=variant)
+
+
 async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    systems = list(dict.fromkeys(s.strip() for s in args.systems.split(",") if s.strip()))
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise SystemExit(f"unknown system(s) {', '.join(unknown)}; valid: {', '.join(SYSTEMS)}")
     examples = load_examples(Path(args.data), limit=args.limit, seed=args.seed)
     base = Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir))
+    out = Path(args.out)
+    done = prepare_output(out, run_config(args, base), fresh=args.fresh, retry_failed=args.retry_failed)
     corpus = pooled_corpus(examples, index_spec(base))
     settings = base.model_copy(update={"collection": f"eval_{corpus.key}"})
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
@@ -258,69 +433,86 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     tokens = TokenCounter()
 
     skipped: dict[str, str] = {}
-    runners: dict[str, Any] = {}
     for name in systems:
-        if name == "subq":
-            if llm is None:
-                skipped[name] = "needs an LLM (set DAGRAG_LLM); not run rather than faked"
-                print(f"skipping subq: {skipped[name]}", file=sys.stderr)
-                continue
-            runners[name] = SubQuestionBaseline(settings, build_llm(settings), embed_model, args.budget)
-        else:
-            variant = settings.model_copy(update={"planner_enable_dag": name != "single"})
-            runners[name] = QueryWorkflow.from_settings(variant, llm=llm, embed_model=embed_model, reranker=reranker)
-    if "oracle" in runners and not any(e.decomposition for e in examples):
-        skipped["oracle"] = "the data has no gold decompositions (MuSiQue has them)"
-        print(f"skipping oracle: {skipped['oracle']}", file=sys.stderr)
-        runners.pop("oracle")
-
+        reason = skip_reason(name, llm, examples)
+        if reason:
+            skipped[name] = reason
+            print(f"skipping {name}: {reason}", file=sys.stderr)
     semaphore = asyncio.Semaphore(args.concurrency)
-    rows: list[dict[str, Any]] = []
+    resumed = ran = 0
     question_started = time.perf_counter()
-    for name, runner in runners.items():
-        todo = [e for e in examples if name != "oracle" or e.decomposition]
+    with (out / ROWS_FILE).open("a", encoding="utf-8") as log:
+        for name in (s for s in systems if s not in skipped):
+            questions = [e for e in examples if name != "oracle" or e.decomposition]
+            todo = [e for e in questions if (name, e.id) not in done]
+            resumed += len(questions) - len(todo)
+            if not todo:
+                print(f"{name}: all {len(questions)} questions already in {out / ROWS_FILE}", file=sys.stderr)
+                continue
+            if name == "subq":
+                runner: Any = SubQuestionBaseline(settings, build_llm(settings), embed_model, args.budget)
+            else:
+                runner = dagrag_workflow(name, settings, llm, embed_model, reranker)
 
-        async def one(example: Example, name: str = name, runner: Any = runner) -> dict[str, Any]:
-            async with semaphore:
-                if name == "subq":
-                    row = await runner.run(example, tokens)
-                else:
-                    plan = Plan.model_validate(decomposition_plan(example)) if name == "oracle" else None
-                    result, seconds = await run_dagrag(runner, example, plan)
-                    row = dagrag_row(example, result, seconds, tokens)
-            return {"system": name, "id": example.id, "question": example.question, "type": example.type,
-                    "gold": example.answers, "supporting": [p.title for p in example.supporting], **row}
+            async def one(example: Example, name: str = name, runner: Any = runner) -> dict[str, Any]:
+                async with semaphore:
+                    started = time.perf_counter()
+                    try:  # only the system's own work: a failure of the scoring below is eval.py's bug
+                        if name == "subq":
+                            answered = await runner.answer(example)
+                        else:
+                            plan = Plan.model_validate(decomposition_plan(example)) if name == "oracle" else None
+                            answered = await run_dagrag(runner, example, plan)
+                    except Exception as error:  # KeyboardInterrupt and CancelledError still end the run
+                        row = failed_row(error, time.perf_counter() - started)
+                        tqdm.write(f"{name} failed on {example.id}: {row['error']}", file=sys.stderr)
+                    else:
+                        row = {"failed": False, "error": None,
+                               **(subq_row(example, *answered, tokens) if name == "subq"
+                                  else dagrag_row(example, *answered, tokens))}
+                return {"system": name, "id": example.id, "question": example.question, "type": example.type,
+                        "gold": example.answers, "supporting": [p.title for p in example.supporting], **row,
+                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds")}
 
-        with tqdm(total=len(todo), desc=name, unit="q") as bar:
-            for task in asyncio.as_completed([one(e) for e in todo]):
-                rows.append(await task)
-                bar.update(1)
+            with tqdm(total=len(questions), initial=len(questions) - len(todo), desc=name, unit="q") as bar:
+                for task in asyncio.as_completed([one(e) for e in todo]):
+                    row = await task
+                    log.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    log.flush()  # a killed run keeps every row it finished
+                    ran += 1
+                    bar.update(1)
     question_seconds = time.perf_counter() - question_started
 
+    by_key = {(r["system"], r["id"]): r for r in read_rows(out / ROWS_FILE)}  # the later of two rows wins
+    rows = [by_key[key] for key in sorted(by_key, key=lambda k: (str(k[0]), str(k[1])))]
+    write_atomically(out / ROWS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    ids = {e.id for e in examples}
+    strangers = sum(r["id"] not in ids for r in rows)
+    if strangers:
+        print(f"warning: {strangers} rows in {out / ROWS_FILE} are of questions this run does not have; "
+              "kept there, left out of the summary", file=sys.stderr)
     summary = {
-        "systems": summarize(rows),
+        "systems": summarize([r for r in rows if r["id"] in ids]),
         "config": {
             "data": str(args.data), "questions": len(examples), "limit": args.limit, "seed": args.seed,
             "budget": args.budget, "concurrency": args.concurrency, "corpus_paragraphs": len(corpus.nodes),
             "collection": settings.collection, "index_build_s": round(report.seconds, 2),
             "index_added": report.added, "question_time_s": round(question_seconds, 2),
             "embed_model": settings.embed_model, "reranker": settings.reranker, "llm": settings.llm,
-            "skipped": skipped,
+            "skipped": skipped, "resumed_rows": resumed, "run_rows": ran,
         },
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / "per_question.jsonl").open("w", encoding="utf-8") as handle:
-        for row in sorted(rows, key=lambda r: (r["system"], r["id"])):
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_atomically(out / "summary.json", json.dumps(summary, indent=2))
     table = markdown_table(summary["systems"])
-    (out / "summary.md").write_text(
-        f"# {Path(args.data).name}: {len(examples)} questions, budget {args.budget}\n\n{table}\n", encoding="utf-8")
-    plot(summary["systems"], out / "summary.png", f"{Path(args.data).name}, budget {args.budget}")
+    write_atomically(out / "summary.md",
+                     f"# {Path(args.data).name}: {len(examples)} questions, budget {args.budget}\n\n{table}\n")
+    if summary["systems"]:
+        plot(summary["systems"], out / "summary.png", f"{Path(args.data).name}, budget {args.budget}")
+    else:  # every system was skipped: nothing to draw
+        (out / "summary.png").unlink(missing_ok=True)
     print(table)
-    print(f"index build {report.seconds:.1f} s ({report.added} added), questions {question_seconds:.1f} s",
-          file=sys.stderr)
+    print(f"index build {report.seconds:.1f} s ({report.added} added), {ran} rows run in {question_seconds:.1f} s, "
+          f"{resumed} resumed", file=sys.stderr)
     return summary
 
 
@@ -333,7 +525,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=int, default=4, help="most passages any system hands its writer")
     parser.add_argument("--concurrency", type=int, default=4, help="questions in flight")
     parser.add_argument("--index-dir", default=".dagrag/eval-qdrant", help="embedded Qdrant folder for the index")
-    parser.add_argument("--out", default="runs/eval", help="output folder")
+    parser.add_argument("--out", default="runs/eval", help="output folder (an unfinished run in it is resumed)")
+    parser.add_argument("--fresh", action="store_true", help="delete the rows already in --out and start over")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="when resuming, run the questions that failed again (their new rows replace the old)")
     return parser
 
 
@@ -341,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         asyncio.run(evaluate(args))
-    except DataFormatError as error:
+    except (DataFormatError, RunConfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import sys
 
 import pytest
@@ -112,7 +115,7 @@ def test_a_malformed_record_names_file_and_line(tmp_path):
 
 
 def test_an_unknown_system_lists_the_valid_ones(tmp_path):
-    with pytest.raises(SystemExit, match=r"unknown system.*valid: single, dag, oracle, subq"):
+    with pytest.raises(SystemExit, match=r"unknown system.*valid: single, dag, oracle, subq, dag-rule"):
         eval_script.main(["--data", str(SAMPLE), "--systems", "dag,magic", "--out", str(tmp_path)])
 
 
@@ -120,12 +123,14 @@ def test_an_unknown_system_lists_the_valid_ones(tmp_path):
 def test_tiny_run_writes_consistent_outputs(tmp_path, sample_store_path):
     out = tmp_path / "out"
     code = eval_script.main(["--data", str(SAMPLE), "--limit", "4", "--seed", "3", "--budget", "2",
-                             "--systems", "single,dag,subq", "--index-dir", str(tmp_path / "index"),
+                             "--systems", "single,dag,subq,dag-rule", "--index-dir", str(tmp_path / "index"),
                              "--out", str(out)])
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["systems"]) == {"single", "dag"}
-    assert "subq" in summary["config"]["skipped"]
+    # Without an LLM subq cannot run and dag-rule would be dag again: both are skipped, with the reason.
+    assert set(summary["config"]["skipped"]) == {"subq", "dag-rule"}
+    assert "dag" in summary["config"]["skipped"]["dag-rule"]
     for block in summary["systems"].values():
         assert {"em", "f1", "match", "recall", "joint_recall", "passages_per_question", "coverage_ratio",
                 "support_rate", "llm_calls", "latency_p50_s", "latency_p95_s", "by_type"} <= set(block)
@@ -133,13 +138,18 @@ def test_tiny_run_writes_consistent_outputs(tmp_path, sample_store_path):
         assert block["passages_per_question"] <= 2 and block["em"] <= block["f1"] + 1e-9
         assert block["latency_p50_s"] <= block["latency_p95_s"]
         assert sum(t["n"] for t in block["by_type"].values()) == 4
+        # Offline, every plan is the rule planner's, and the extractive writer cites only sources that exist.
+        assert block["failures"] == 0 and block["plan_origins"]["offline"] == 4
+        assert sum(block["plan_origins"].values()) == 4 and block["valid_citation_rate"] == 1.0
     rows = [json.loads(line) for line in (out / "per_question.jsonl").read_text().splitlines()]
     assert len(rows) == 8 and all(len(r["sources"]) <= 2 and r["answer"] for r in rows)
+    assert all(r["failed"] is False and r["plan_origin"] == "offline" for r in rows)
     assert (out / "summary.png").stat().st_size > 10_000 and "| dag | all |" in (out / "summary.md").read_text()
-    # A second run reuses the index: nothing is embedded again.
-    eval_script.main(["--data", str(SAMPLE), "--limit", "4", "--seed", "3", "--systems", "dag",
+    # A second run reuses the index (nothing is embedded again) and the rows (nothing is asked again).
+    eval_script.main(["--data", str(SAMPLE), "--limit", "4", "--seed", "3", "--budget", "2", "--systems", "dag",
                       "--index-dir", str(tmp_path / "index"), "--out", str(out)])
-    assert json.loads((out / "summary.json").read_text())["config"]["index_added"] == 0
+    config = json.loads((out / "summary.json").read_text())["config"]
+    assert config["index_added"] == 0 and config["resumed_rows"] == 4 and config["run_rows"] == 0
 
 
 def _subq_reply(request: dict) -> str:
@@ -170,3 +180,189 @@ def test_subq_runs_llamaindex_subquestion_engine_through_a_real_http_llm(tmp_pat
     # 1 question-generation call + 2 sub-answers + 1 final synthesis, each over HTTP.
     assert row["metrics"]["llm_calls"] == 4 and len(server.requests) == 4
     assert row["metrics"]["passages_per_question"] <= 4 and row["metrics"]["recall"] > 0
+
+
+# --- long runs: failed questions, resuming, telemetry, dag-rule (a scripted LLM over loopback HTTP) ----------
+
+def _asked(request: dict) -> str:
+    """The question in a dagrag prompt ("Question: ...") or SubQuestionQueryEngine's generator prompt."""
+    user = request["messages"][-1]["content"]
+    if "<User Question>" in user:
+        return user.rsplit("<User Question>", 1)[1].split("<Output>")[0].strip()
+    found = re.search(r"^Question: (.*)$", user, flags=re.M)
+    return found.group(1).strip() if found else ""
+
+
+def _plan(request: dict) -> str:
+    question = _asked(request)
+    if "Laleli Mosque" in question:
+        return "I would search for the mosque first."  # no JSON: the planner falls back to the rule planner
+    return json.dumps({"query": question, "requires_retrieval": True, "hyde_document": None,
+                       "subqueries": [{"id": "s1", "text": question, "parents": []}]})
+
+
+def _sub_questions(request: dict) -> str:
+    question = _asked(request)
+    if "Scott Derrickson" in question:  # a weak model's reply, cut short: SubQuestionQueryEngine cannot parse it
+        return '```json\n{"items": [{"sub_question": "What is Scott Derrickson'
+    return "```json\n" + json.dumps({"items": [{"sub_question": question, "tool_name": "wikipedia"}]}) + "\n```"
+
+
+def _verdicts(request: dict) -> str:
+    cited = re.findall(r"^(\d+)\. .*?\[(\d+)\]", request["messages"][-1]["content"], flags=re.M)
+    return json.dumps({"sentences": [{"index": int(i), "supported": True, "source": int(n), "reason": "stated"}
+                                     for i, n in cited]})
+
+
+# The writer cites one source that exists and one that does not: half of its citations are valid.
+REPLIES = {"planner": _plan, "writer": "The sources answer the question [1][99].", "verifier": _verdicts,
+           "subq_questions": _sub_questions, "*": "Both are American."}
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    """One embedded Qdrant folder for these tests, which all take the first 4 questions: indexed once."""
+    return tmp_path_factory.mktemp("eval-index")
+
+
+@pytest.fixture
+def llm_server(monkeypatch):
+    from dagrag.testing.openai_server import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(REPLIES) as server:
+        monkeypatch.setenv("DAGRAG_LLM", "openai-like:scripted")
+        monkeypatch.setenv("DAGRAG_LLM_BASE_URL", server.base_url)
+        monkeypatch.setenv("DAGRAG_LLM_MAX_RETRIES", "0")
+        yield server
+
+
+def _run(out, index_dir, *args: str) -> int:
+    return eval_script.main(["--data", str(SAMPLE), "--budget", "2", "--index-dir", str(index_dir),
+                             "--out", str(out), *args])
+
+
+def _rows(out) -> dict[tuple[str, str], dict]:
+    rows = [json.loads(line) for line in (out / "per_question.jsonl").read_text().splitlines()]
+    by_key = {(r["system"], r["id"]): r for r in rows}
+    assert len(by_key) == len(rows)  # no question twice
+    return by_key
+
+
+def _summary(out) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_a_question_a_system_raises_on_is_a_failed_row_and_the_run_goes_on(tmp_path, llm_server, index_dir):
+    out = tmp_path / "out"
+    assert _run(out, index_dir, "--limit", "4", "--systems", "subq,dag") == 0
+    rows = _rows(out)
+    assert len(rows) == 8
+    derrickson = next(r for r in rows.values() if r["system"] == "subq" and "Scott Derrickson" in r["question"])
+    assert derrickson["failed"] is True
+    assert re.match(r"\w+(Exception|Error): ", derrickson["error"]) and len(derrickson["error"]) <= 500
+    assert derrickson["answer"] == "" and not any(derrickson["metrics"][m] for m in eval_script.METRICS)
+    others = [r for r in rows.values() if r is not derrickson]
+    assert all(r["failed"] is False and r["error"] is None and r["answer"] for r in others)
+    subq = _summary(out)["systems"]["subq"]
+    assert subq["n"] == 4 and subq["failures"] == 1 and _summary(out)["systems"]["dag"]["failures"] == 0
+    # The failure is scored as a wrong answer, not dropped: the mean is over all 4 questions.
+    assert subq["match"] == round(sum(r["metrics"]["match"] for r in rows.values() if r["system"] == "subq") / 4, 4)
+    assert "| subq | 1 | - | - |" in (out / "summary.md").read_text()
+
+    # --retry-failed runs only the failed question again; its new row replaces the failed one.
+    llm_server.script("subq_questions", "```json\n" + json.dumps(
+        {"items": [{"sub_question": "Scott Derrickson nationality", "tool_name": "wikipedia"}]}) + "\n```")
+    llm_server.reset()
+    assert _run(out, index_dir, "--limit", "4", "--systems", "subq,dag", "--retry-failed") == 0
+    assert len(llm_server.requests_of("subq_questions")) == 1 and not llm_server.requests_of("planner")
+    rows = _rows(out)
+    assert len(rows) == 8 and not any(r["failed"] for r in rows.values())
+    assert _summary(out)["systems"]["subq"]["failures"] == 0
+
+
+def test_plan_origins_and_valid_citation_rate_per_question_and_per_system(tmp_path, llm_server, index_dir):
+    out = tmp_path / "out"
+    assert _run(out, index_dir, "--limit", "4", "--systems", "dag") == 0
+    rows = list(_rows(out).values())
+    origin = {r["question"]: r["plan_origin"] for r in rows}
+    assert [o for q, o in origin.items() if "Laleli Mosque" in q] == ["fallback"]
+    assert sorted(origin.values()) == ["fallback", "llm", "llm", "llm"]
+    assert all(r["citations"] == {"cited": 2, "valid": 1} and r["valid_citation_rate"] == 0.5 for r in rows)
+    dag = _summary(out)["systems"]["dag"]
+    assert dag["plan_origins"] == {"llm": 3, "repaired": 0, "offline": 0, "fallback": 1, "given": 0}
+    assert dag["valid_citation_rate"] == 0.5 and dag["failures"] == 0
+    # The failed plan was asked for twice (one retry with the error), the others once.
+    assert len(llm_server.requests_of("planner")) == 5
+
+
+def test_dag_rule_plans_with_rules_and_writes_and_verifies_with_the_llm(tmp_path, llm_server, index_dir):
+    out = tmp_path / "out"
+    assert _run(out, index_dir, "--limit", "4", "--systems", "dag-rule") == 0
+    rows = list(_rows(out).values())
+    assert [r["plan_origin"] for r in rows] == ["offline"] * 4
+    assert not llm_server.requests_of("planner")
+    assert len(llm_server.requests_of("writer")) == 4 and len(llm_server.requests_of("verifier")) == 4
+    assert all(r["answer"] == "The sources answer the question [1][99]." and r["metrics"]["llm_calls"] >= 2
+               for r in rows)
+    summary = _summary(out)
+    assert summary["systems"]["dag-rule"]["plan_origins"]["offline"] == 4 and not summary["config"]["skipped"]
+
+
+def test_a_rerun_runs_only_the_missing_rows_and_refuses_another_config(tmp_path, llm_server, index_dir, capsys):
+    out = tmp_path / "out"
+    assert _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule") == 0
+    first = _rows(out)
+    assert len(first) == 8 and json.loads((out / "run.json").read_text())["budget"] == 2
+
+    # One row deleted and the last line cut short (killed mid-write): only those two run again.
+    lines = (out / "per_question.jsonl").read_text().splitlines()
+    lost = [json.loads(lines[1]), json.loads(lines[-1])]
+    assert [row["system"] for row in lost] == ["dag", "dag-rule"]  # the file is sorted by (system, id)
+    (out / "per_question.jsonl").write_text("\n".join([lines[0], *lines[2:-1], lines[-1][:40]]))
+    llm_server.reset()
+    capsys.readouterr()
+    assert _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule") == 0
+    assert "ignoring an unfinished last line" in capsys.readouterr().err
+    assert len(llm_server.requests_of("writer")) == 2 and len(llm_server.requests_of("planner")) == 1
+    rows = _rows(out)
+    assert set(rows) == set(first)
+    for key, row in rows.items():  # the two lost rows are new, every other one is the first run's
+        assert (row["finished_at"] > first[key]["finished_at"]) == any((r["system"], r["id"]) == key for r in lost)
+    summary = _summary(out)
+    assert {name: block["n"] for name, block in summary["systems"].items()} == {"dag": 4, "dag-rule": 4}
+    assert summary["config"]["resumed_rows"] == 6 and summary["config"]["run_rows"] == 2
+
+    # Another budget or seed would mix two runs in one summary: refused, naming what differs, nothing run.
+    llm_server.reset()
+    before = (out / "per_question.jsonl").read_text()
+    assert _run(out, index_dir, "--budget", "3", "--seed", "1", "--limit", "4", "--systems", "dag") == 2
+    error = capsys.readouterr().err
+    assert "budget: 2 there, 3 here" in error and "seed: None there, 1 here" in error and "--fresh" in error
+    assert "limit" not in error.split("config (")[1].split(")")[0]
+    assert (out / "per_question.jsonl").read_text() == before and not llm_server.requests
+    # --fresh starts over with the new config.
+    assert _run(out, index_dir, "--limit", "1", "--systems", "dag", "--fresh") == 0
+    assert len(_rows(out)) == 1 and json.loads((out / "run.json").read_text())["limit"] == 1
+
+
+def test_ctrl_c_stops_the_run_and_keeps_every_finished_row(tmp_path, llm_server, index_dir):
+    out = tmp_path / "out"
+    writes = []
+
+    def interrupt_on_the_third_answer(request: dict) -> str:
+        writes.append(request)
+        if len(writes) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, while the third question is being answered
+        return "The sources answer the question [1]."
+
+    llm_server.script("writer", interrupt_on_the_third_answer)
+    with pytest.raises(KeyboardInterrupt):
+        _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule", "--concurrency", "1")
+    finished = _rows(out)  # every question finished before Ctrl-C is on disk, in full; none after it ran
+    assert 2 <= len(finished) <= 3 and all(key[0] == "dag" for key in finished) and len(writes) == 3
+
+    assert _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule") == 0
+    rows = _rows(out)
+    assert len(rows) == 8 and len(writes) == 3 + 8 - len(finished)
+    assert all(rows[key]["finished_at"] == row["finished_at"] for key, row in finished.items())  # not run again
+    assert _summary(out)["config"]["resumed_rows"] == len(finished)
