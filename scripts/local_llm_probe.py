@@ -21,6 +21,10 @@ from typing import Any
 from openai import OpenAI
 
 SYSTEM = "You are a planner for a retrieval system. Reply with JSON only."
+# The schema is also spelled out in the prompt: with the schema alone (grammar-constrained, greedy)
+# the 1.5B model was seen looping inside the "answer" string until max_tokens.
+ANSWER_SYSTEM = ('You answer from the given context. Reply with JSON only: {"answer": a short answer, '
+                 '"supported": true if the context supports it, "confidence": a number from 0 to 1}.')
 QUESTION = "Which river flows through the city where the author of 'Les Misérables' was born?"
 
 JSON_OBJECT_PROMPT = (
@@ -57,11 +61,12 @@ def rss_mb(pid: int | None) -> str:
     return ", ".join(f"{name} {int(kb) / 1024:.0f} MB" for name, kb in fields.items())
 
 
-def call(client: OpenAI, model: str, label: str, prompt: str, response_format: dict[str, Any]) -> dict[str, Any]:
+def call(client: OpenAI, model: str, label: str, system: str, prompt: str,
+         response_format: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     resp = client.chat.completions.create(
         model=model, temperature=0, max_tokens=256, response_format=response_format,  # type: ignore[arg-type]
-        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
     )
     elapsed = time.perf_counter() - start
     text = resp.choices[0].message.content or ""
@@ -92,11 +97,11 @@ def main() -> int:
     print(f"server models: {models}")
     failed = False
     try:
-        plan = call(client, args.model, "json_object", JSON_OBJECT_PROMPT, {"type": "json_object"})
+        plan = call(client, args.model, "json_object", SYSTEM, JSON_OBJECT_PROMPT, {"type": "json_object"})
         if not isinstance(plan, dict):
             print("json_object reply is not a JSON object")
             failed = True
-        answer = call(client, args.model, "json_schema", JSON_SCHEMA_PROMPT, {
+        answer = call(client, args.model, "json_schema", ANSWER_SYSTEM, JSON_SCHEMA_PROMPT, {
             "type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": ANSWER_SCHEMA}})
         missing = [key for key in ANSWER_SCHEMA["required"] if key not in answer]
         if missing:
