@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
-# Tests describe their settings explicitly; the developer's environment must not leak in.
+# Tests describe their settings explicitly; the developer's environment must not leak in. DAGRAG_TEST_*
+# variables configure opt-in tests (tests/test_real_llm.py): kept here, out of the environment, where
+# Settings would refuse them as unknown settings.
+TEST_ENV = {k.upper(): os.environ[k] for k in os.environ if k.upper().startswith("DAGRAG_TEST_")}
 for _key in [k for k in os.environ if k.upper().startswith("DAGRAG_")]:
     del os.environ[_key]
 

@@ -12,16 +12,16 @@ source the writer was handed, the LLM judged the answer, and nothing degraded wi
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from dagrag import Settings
 from dagrag.stack import build_llm
 
-BASE_URL = os.environ.get("DAGRAG_TEST_LLM_BASE_URL")
-MODEL = os.environ.get("DAGRAG_TEST_LLM_MODEL", "local")
-TIMEOUT_S = float(os.environ.get("DAGRAG_TEST_LLM_TIMEOUT_S", "300"))
+from .conftest import TEST_ENV
+
+BASE_URL = TEST_ENV.get("DAGRAG_TEST_LLM_BASE_URL")
+MODEL = TEST_ENV.get("DAGRAG_TEST_LLM_MODEL", "local")
+TIMEOUT_S = float(TEST_ENV.get("DAGRAG_TEST_LLM_TIMEOUT_S", "300"))
 
 pytestmark = [
     pytest.mark.slow,
@@ -36,9 +36,8 @@ QUESTIONS = {
 
 @pytest.mark.parametrize("kind", list(QUESTIONS))
 async def test_a_real_llm_plans_writes_and_judges_with_valid_citations(kind, make_workflow):
-    llm_settings = {"llm": f"openai-like:{MODEL}", "llm_base_url": BASE_URL, "llm_timeout_s": TIMEOUT_S,
-                    "llm_max_retries": 1}
-    workflow = make_workflow(llm=build_llm(Settings(**llm_settings)), **llm_settings)
+    llm = build_llm(Settings(llm=f"openai-like:{MODEL}", llm_base_url=BASE_URL, llm_timeout_s=TIMEOUT_S))
+    workflow = make_workflow(llm=llm, llm_timeout_s=TIMEOUT_S, llm_max_retries=1)
     result = await workflow.run(query=QUESTIONS[kind])
 
     assert result.plan.origin.value in ("llm", "repaired"), (result.plan.origin, result.plan.notes)
