@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -24,8 +26,8 @@ from dagrag.work_flows.run import QueryRun
 from dagrag.work_flows.variants import Variant, merge_scores, pool_candidates, subquery_searches, unscored
 
 QUESTION = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
-POLICY = RetrievalPolicy(topk_base=5, topk_step=3, bridge_rerank_top=3, max_retries=1, critic_min_score=0.2,
-                         coverage_min_score=0.1, bridge_max_entities=8)
+POLICY = replace(RetrievalPolicy.from_settings(Settings()), topk_base=5, topk_step=3, bridge_rerank_top=3,
+                 max_retries=1, critic_min_score=0.2, coverage_min_score=0.1, bridge_max_entities=8)
 
 
 def node(title: str, text: str, node_id: str | None = None) -> NodeWithScore:
@@ -57,12 +59,12 @@ def test_the_policy_reads_its_knobs_from_settings_once():
 def test_one_subquery_or_the_dag_off_is_the_single_path():
     run = bridge_run()
     assert path_of(POLICY, run.plan) == "dag"
-    assert path_of(RetrievalPolicy(enable_dag=False), run.plan) == "single"
+    assert path_of(replace(POLICY, enable_dag=False), run.plan) == "single"
     single = finalize_plan(Plan(query=QUESTION, subqueries=[SubQuery(id="s1", text=QUESTION)]), question=QUESTION,
                            subquery_max=4, origin=PlanOrigin.GIVEN)
     assert path_of(POLICY, single) == "single"
-    assert kept_per_subquery(RetrievalPolicy(attribution_top_n=1, context_budget=4), "dag") == 1
-    assert kept_per_subquery(RetrievalPolicy(attribution_top_n=1, context_budget=4), "single") == 4
+    assert kept_per_subquery(replace(POLICY, attribution_top_n=1, context_budget=4), "dag") == 1
+    assert kept_per_subquery(replace(POLICY, attribution_top_n=1, context_budget=4), "single") == 4
 
 
 def test_a_hop_is_a_subquery_still_naming_a_parent_when_searched():
@@ -153,7 +155,7 @@ def test_backtracking_targets_the_subqueries_behind_unsupported_sentences_once()
     verification = _verification((True, [1]), (False, [2, 7]))  # [7] names no source: ignored
     assert backtrack_targets(POLICY, run, _sources(), verification) == ["s2"]
     assert backtrack_targets(POLICY, run, _sources(), _verification((True, [1]), (True, [2]))) == []
-    assert backtrack_targets(RetrievalPolicy(verify_backtrack=False), run, _sources(), verification) == []
+    assert backtrack_targets(replace(POLICY, verify_backtrack=False), run, _sources(), verification) == []
     run.backtracked = ["s2"]
     assert backtrack_targets(POLICY, run, _sources(), verification) == []  # once per run
     late = bridge_run()

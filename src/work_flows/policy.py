@@ -19,20 +19,22 @@ Path = Literal["dag", "single"]
 
 @dataclass(frozen=True)
 class RetrievalPolicy:
-    enable_dag: bool = True
-    topk_base: int = 5
-    topk_step: int = 3
-    max_retries: int = 1
-    critic_min_score: float = 0.2
-    coverage_min_score: float = 0.1
-    coverage_min_ratio: float = 0.5
-    high_confidence_score: float = 0.5
-    attribution_top_n: int = 1
-    context_budget: int = 4
-    bridge_max_entities: int = 8
-    bridge_rerank_top: int = 3
-    bridge_title_boost: float = 0.3
-    verify_backtrack: bool = True
+    """The Settings the policy reads, under the policy's names; defaults live in Settings alone."""
+
+    enable_dag: bool
+    topk_base: int
+    topk_step: int
+    max_retries: int
+    critic_min_score: float
+    coverage_min_score: float
+    coverage_min_ratio: float
+    high_confidence_score: float
+    attribution_top_n: int
+    context_budget: int
+    bridge_max_entities: int
+    bridge_rerank_top: int
+    bridge_title_boost: float
+    verify_backtrack: bool
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalPolicy:

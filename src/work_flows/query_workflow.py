@@ -45,8 +45,16 @@ from .events import (
     VerificationDone,
 )
 from .evidence import select_sources
-from .policy import RetrievalPolicy, backtrack_targets, is_hop, kept_per_subquery, needs_retry, parents_kept, path_of
-from .policy import pool_size as pool_size_of
+from .policy import (
+    RetrievalPolicy,
+    backtrack_targets,
+    is_hop,
+    kept_per_subquery,
+    needs_retry,
+    parents_kept,
+    path_of,
+    pool_size,
+)
 from .report import build_result, record_search
 from .run import QueryRun, before_deadline
 from .variants import PooledCandidate, Variant, merge_scores, pool_candidates, subquery_searches, unscored
@@ -258,7 +266,7 @@ class QueryWorkflow(Workflow):
             results[variant.subquery_id].append(result)
         await self._rerank(run, {
             sq.id: pool_candidates(variants[sq.id], results[sq.id], exclude_node_ids=parents_kept(run, sq),
-                                   keep=pool_size_of(self.policy, run, sq, attempt[sq.id]),
+                                   keep=pool_size(self.policy, run, sq, attempt[sq.id]),
                                    title_boost=self.policy.bridge_title_boost)
             for sq in subqueries})
         run.add_time("rerank_s", time.perf_counter() - searched)
