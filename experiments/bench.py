@@ -17,6 +17,9 @@ Sections, all measured in one run (keys of the `--out` JSON):
 - e2e            e2e_p50_s, e2e_p95_s, peak_rss_mb: offline defaults over the HotpotQA pool, one question at
                  a time, in a fresh process (so peak RSS is a query process's, not the benchmark's).
 - scale          qdrant_p50_ms: embedded Qdrant at 5k/50k/200k synthetic passages (a 4-query layer batch).
+- serve          serve_overhead_ms: `dagrag serve`'s HTTP layer per /query (p50, HTTP − in-process) with
+                 zero-cost fakes behind it; serve_throughput_ratio_c4: /query throughput ÷ in-process
+                 throughput at concurrency 4 on the real offline stack (also 1 and 16, p50/p95 each).
 - peer           peer_subq: LlamaIndex SubQuestionQueryEngine (use_async=True) beside dagrag on the same
                  4-part question, index and 100 ms simulated LLM: wall time, LLM calls, passages handed on.
 
@@ -65,7 +68,7 @@ from dagrag.agents.planner import QueryPlannerAgent
 from dagrag.agents.reranker import RerankerAgent
 from dagrag.agents.searcher import embed_texts
 from dagrag.core.errors import QdrantUnavailableError
-from dagrag.core.result import Verification
+from dagrag.core.result import Verification, WrittenAnswer
 from dagrag.core.search import SearchHits, SearchRequest
 from dagrag.core.sources import passage_text
 from dagrag.ingest import ingest_nodes, make_node
@@ -75,7 +78,7 @@ from dagrag.testing.openai_server import JUDGE_SYSTEM, OpenAIServerProcess, dagr
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "hotpotqa_dev.jsonl"
-SECTIONS = ("e2e", "network", "orchestration", "cpu", "peer", "ingest", "scale")
+SECTIONS = ("e2e", "network", "orchestration", "cpu", "peer", "ingest", "scale", "serve")
 NETWORK_DELAY_S = 0.1
 
 # The 4-part question: four independent lookups, every entity in the HotpotQA pool (and in --quick's).
@@ -93,6 +96,8 @@ TARGETS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "e2e_p50_s": ("≤ 1.5", lambda v: v <= 1.5),
     "e2e_p95_s": ("(report)", lambda v: True),
     "peak_rss_mb": ("(report)", lambda v: True),
+    "serve_overhead_ms": ("≤ 5", lambda v: v <= 5.0),
+    "serve_throughput_ratio_c4": ("≥ 0.95", lambda v: v >= 0.95),
 }
 
 
@@ -219,8 +224,8 @@ class ZeroScorer:
 
 
 class ZeroWriter:
-    async def awrite(self, question: str, plan: Any, sources: list[Any], ledger: Any) -> str:
-        return "An answer [1]."
+    async def awrite(self, question: str, plan: Any, sources: list[Any], ledger: Any) -> WrittenAnswer:
+        return WrittenAnswer(text="An answer [1].")
 
     def lead_sentences(self, sources: list[Any]) -> str:
         return "An answer [1]."
@@ -511,6 +516,86 @@ async def bench_scale(cfg: BenchConfig) -> dict[str, Any]:
                                "layer's batch of 4 (query_batch_points)"}}
 
 
+async def timed_queries(ask: Callable[[str], Any], questions: list[str], concurrency: int
+                        ) -> tuple[float, list[float]]:
+    """Wall time of all questions at `concurrency` in flight, and each one's latency (s)."""
+    limit = asyncio.Semaphore(concurrency)
+    latencies: list[float] = []
+
+    async def one(question: str) -> None:
+        async with limit:
+            started = time.perf_counter()
+            await ask(question)
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(q) for q in questions))
+    return time.perf_counter() - started, latencies
+
+
+async def bench_serve(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding) -> dict[str, Any]:
+    """`dagrag serve` against the in-process workflow: the HTTP layer's cost, and throughput under concurrency."""
+    import httpx
+
+    from dagrag.agents.resolver import ReferenceResolverAgent
+    from dagrag.server import DagragService
+    from dagrag.stack import Agents
+    from dagrag.testing.live_server import LiveServer
+
+    async def over_http(service: DagragService, questions: list[str], concurrency: int
+                        ) -> tuple[float, list[float]]:
+        with LiveServer(service) as server:
+            async with httpx.AsyncClient(base_url=server.url, timeout=600,
+                                         limits=httpx.Limits(max_connections=concurrency)) as http:
+                async def ask(question: str) -> None:
+                    response = await http.post("/query", json={"question": question})
+                    response.raise_for_status()
+
+                await ask(questions[0])  # connections, the WorkflowServer's runtime
+                return await timed_queries(ask, questions, concurrency)
+
+    # 1. The HTTP layer alone: every component returns at once, so what is left is routing, auth, JSON, logs.
+    nodes = [make_node(f"Passage {i} about {name}.", name) for i, name in enumerate(SUBQUERIES * 3)]
+    fakes = Agents(planner=QueryPlannerAgent(None), searcher=ZeroSearcher(nodes),
+                   reranker=RerankerAgent(ZeroScorer(), name="zero"), writer=ZeroWriter(), verifier=ZeroVerifier(),
+                   resolver=ReferenceResolverAgent())
+    runs = cfg.orchestration_runs
+    zero = DagragService(Settings(serve_max_runs=64), fakes, embed_model)
+    for _ in range(10):
+        await zero.query_workflow.run(query=QUESTION)
+    _, inproc = await timed_queries(lambda q: zero.query_workflow.run(query=q), [QUESTION] * runs, 1)
+    _, http = await over_http(DagragService(Settings(serve_max_runs=64), fakes, embed_model), [QUESTION] * runs, 1)
+    overhead_ms = (median(http) - median(inproc)) * 1000
+
+    # 2. The real offline stack over the HotpotQA pool, concurrency 1, 4 and 16; caches cleared before each run.
+    questions = [e.question for e in pool.examples[: (8 if cfg.quick else 32)]]
+    settings = pool.settings.model_copy(update={"serve_max_runs": 64})
+    table: dict[str, Any] = {}
+    for concurrency in (1, 4, 16):
+        row: dict[str, Any] = {}
+        for name in ("in_process", "http"):
+            # A fresh service each time: cold caches, and its asyncio objects meet one event loop only.
+            service = DagragService.from_settings(settings, embed_model=embed_model)
+            clear_caches(service.query_workflow)
+            if name == "in_process":
+                workflow = service.query_workflow
+                wall, latencies = await timed_queries(lambda q, wf=workflow: wf.run(query=q), questions, concurrency)
+            else:
+                wall, latencies = await over_http(service, questions, concurrency)
+            row[name] = {"queries_per_s": round(len(questions) / wall, 3), "p50_s": round(median(latencies), 3),
+                         "p95_s": round(percentile(latencies, 95), 3)}
+        row["throughput_ratio"] = round(row["http"]["queries_per_s"] / row["in_process"]["queries_per_s"], 3)
+        table[f"c{concurrency}"] = row
+    return {"serve_overhead_ms": round(overhead_ms, 3),
+            "serve_throughput_ratio_c4": table["c4"]["throughput_ratio"],
+            "details": {"overhead": {"in_process_p50_ms": round(median(inproc) * 1000, 3),
+                                     "http_p50_ms": round(median(http) * 1000, 3), "runs": runs},
+                        "throughput": table, "questions": len(questions),
+                        "how": "server in a thread of this process (uvicorn, 127.0.0.1), httpx client in the main "
+                               "loop: the client's own CPU is counted against HTTP; caches cleared before each "
+                               "measurement"}}
+
+
 def bench_e2e_child(cfg: BenchConfig, out: Path) -> None:
     """In a fresh process: the default stack over the pool index, one question at a time."""
     settings = Settings()
@@ -650,7 +735,7 @@ async def run_sections(cfg: BenchConfig, argv: list[str]) -> dict[str, Any]:
         started = time.perf_counter()
         merge("e2e", run_e2e(cfg, argv))
         timings["e2e"] = time.perf_counter() - started
-    needs_models = {"cpu", "peer", "ingest"} & set(cfg.sections)
+    needs_models = {"cpu", "peer", "ingest", "serve"} & set(cfg.sections)
     embed_model = build_embed_model(Settings().embed_model, Settings().embed_batch_size) if needs_models else None
     pool = open_pool(cfg.data, cfg.index_dir, embed_model, pool_questions=cfg.pool_questions) \
         if needs_models else None  # type: ignore[arg-type]
@@ -672,6 +757,8 @@ async def run_sections(cfg: BenchConfig, argv: list[str]) -> dict[str, Any]:
                 merge(name, await bench_ingest(cfg, pool, embed_model))  # type: ignore[arg-type]
             elif name == "scale":
                 merge(name, await bench_scale(cfg))
+            elif name == "serve":
+                merge(name, await bench_serve(cfg, pool, embed_model))  # type: ignore[arg-type]
             timings[name] = time.perf_counter() - started
     results["targets"] = targets_of(results)
     results["config"] = {

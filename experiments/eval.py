@@ -6,6 +6,12 @@ Open-corpus setting: the paragraphs of every question in the run are pooled (ded
 once into a persistent embedded Qdrant collection keyed by (corpus hash, embedding model), and every
 system answers every question from the whole pool, handing its writer at most `--budget` passages.
 
+Docs questions (records with `evidence` quotes and no `paragraphs`, see eval_docs.py) are answered from a
+folder of documents ingested by dagrag's own reader, and score evidence recall by the quotes' text:
+
+    python experiments/eval.py --data experiments/data/docs_questions.jsonl \
+        --corpus experiments/data/docs_corpus/hatch/docs --systems single,dag --budget 4 --out runs/docs-k4
+
 A long run survives failures and restarts: a question on which a system raises is recorded as a failed
 (wrong) row and the run goes on; every finished row is appended to OUT/per_question.jsonl at once, and a
 re-run with the same --out and run config (OUT/run.json) answers only the rows still missing, then
@@ -35,7 +41,16 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from eval_data import DataFormatError, Example, decomposition_plan, load_examples
-from eval_metrics import answer_match, best_over_aliases, exact_match, f1_score, percentile, supporting_recall
+from eval_docs import docs_corpus, docs_corpus_folder
+from eval_metrics import (
+    answer_match,
+    best_over_aliases,
+    evidence_recall,
+    exact_match,
+    f1_score,
+    percentile,
+    supporting_recall,
+)
 
 from dagrag import Plan, PlanOrigin, QueryResult, QueryWorkflow, Settings
 from dagrag.agents.planner import QueryPlannerAgent
@@ -45,13 +60,14 @@ from dagrag.store import open_vector_store
 
 SYSTEMS = ("single", "dag", "oracle", "subq", "dag-rule")
 DAGRAG_SYSTEMS = ("single", "dag", "oracle", "dag-rule")  # the ones with a plan and checked citations
-METRICS = ("em", "f1", "match", "recall", "joint_recall", "passages_per_question", "context_tokens",
+METRICS = ("em", "f1", "concise", "match", "recall", "joint_recall", "passages_per_question", "context_tokens",
            "coverage_ratio", "support_rate", "llm_calls", "llm_tokens")
 SUMMARY_KEYS = (*METRICS, "latency_p50_s", "latency_p95_s", "n", "failures")
 PLAN_ORIGINS = tuple(origin.value for origin in PlanOrigin)
 ROWS_FILE, RUN_FILE = "per_question.jsonl", "run.json"
 SUMMARY_FILES = ("summary.json", "summary.md", "summary.png")
-RUN_CONFIG_KEYS = ("data", "limit", "seed", "budget", "llm")  # what rows to be resumed must have been made with
+# What rows to be resumed must have been made with:
+RUN_CONFIG_KEYS = ("data", "corpus", "limit", "seed", "per_type", "budget", "llm")
 ERROR_CHARS = 500  # a failed row's error message is cut to this
 
 
@@ -100,12 +116,19 @@ class TokenCounter:
 
 
 def score(example: Example, answer: str, source_ids: list[str], source_texts: list[str], tokens: TokenCounter,
-          extra: dict[str, Any]) -> dict[str, Any]:
-    recall, joint = supporting_recall(set(source_ids), supporting_ids(example))
+          extra: dict[str, Any], concise: str | None = None) -> dict[str, Any]:
+    """EM and F1 score the concise answer where the system gave one (HotpotQA's convention: a short span),
+    else the whole answer; `match` asks whether the gold answer occurs anywhere in what was said."""
+    short = concise if concise else answer
+    said = f"{concise}\n{answer}" if concise else answer
+    # A docs question's gold is quoted text, found in whatever chunk holds it; a benchmark question's is paragraphs.
+    recall, joint = (evidence_recall(source_texts, example.evidence) if example.is_docs
+                     else supporting_recall(set(source_ids), supporting_ids(example)))
     return {
-        "em": best_over_aliases(exact_match, answer, example.answers),
-        "f1": best_over_aliases(f1_score, answer, example.answers),
-        "match": best_over_aliases(answer_match, answer, example.answers),
+        "em": best_over_aliases(exact_match, short, example.answers),
+        "f1": best_over_aliases(f1_score, short, example.answers),
+        "match": best_over_aliases(answer_match, said, example.answers),
+        "concise": float(bool(concise)),
         "recall": recall, "joint_recall": joint,
         "passages_per_question": len(source_ids), "context_tokens": tokens.count(source_texts), **extra,
     }
@@ -133,14 +156,15 @@ def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: To
                         "llm_calls": result.llm_calls.count,
                         "llm_tokens": (result.llm_calls.prompt_tokens or 0) + (result.llm_calls.completion_tokens or 0),
                         "latency_s": seconds,
-                    })
+                    }, concise=result.concise_answer)
     citations = citation_counts(result)
     return {"plan": result.plan.model_dump(mode="json"), "plan_origin": PlanOrigin(result.plan.origin).value,
             "citations": citations,
             "valid_citation_rate": round(citations["valid"] / citations["cited"], 4) if citations["cited"] else None,
             "sources": [{"title": s.metadata.get("title"), "subquery_id": s.subquery_id,
                          "rank_in_subquery": s.rank_in_subquery, "score": s.score} for s in result.sources],
-            "answer": result.answer, "degradations": [d.model_dump() for d in result.degradations],
+            "answer": result.answer, "concise_answer": result.concise_answer,
+            "degradations": [d.model_dump() for d in result.degradations],
             "metrics": metrics}
 
 
@@ -228,7 +252,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def block(items: list[dict[str, Any]]) -> dict[str, float]:
         if not items:
             return {}
-        out = {m: round(sum(r["metrics"][m] for r in items) / len(items), 4) for m in METRICS}
+        # .get: rows written before a metric existed count it as 0 (a resumed run keeps its old rows)
+        out = {m: round(sum(r["metrics"].get(m, 0) for r in items) / len(items), 4) for m in METRICS}
         # Latency is that of the answered questions: a failed one has no answer to time.
         latencies = [r["metrics"]["latency_s"] for r in items if not r.get("failed")]
         out.update(latency_p50_s=round(percentile(latencies, 50), 4), latency_p95_s=round(percentile(latencies, 95), 4),
@@ -262,7 +287,7 @@ def telemetry(name: str, items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def markdown_table(systems: dict[str, Any]) -> str:
-    columns = ("n", "failures", "em", "f1", "match", "recall", "joint_recall", "passages_per_question",
+    columns = ("n", "failures", "em", "f1", "concise", "match", "recall", "joint_recall", "passages_per_question",
                "context_tokens", "coverage_ratio", "support_rate", "llm_calls", "latency_p50_s", "latency_p95_s")
     lines = ["| system | type | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
     for name, summary in systems.items():
@@ -342,7 +367,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 def run_config(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return {"data": str(args.data), "data_sha256": hashlib.sha256(Path(args.data).read_bytes()).hexdigest(),
-            "limit": args.limit, "seed": args.seed, "budget": args.budget, "llm": settings.llm}
+            "corpus": str(args.corpus) if args.corpus else None, "limit": args.limit, "seed": args.seed,
+            "per_type": args.per_type, "budget": args.budget, "llm": settings.llm}
 
 
 def config_mismatches(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -415,11 +441,13 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise SystemExit(f"unknown system(s) {', '.join(unknown)}; valid: {', '.join(SYSTEMS)}")
-    examples = load_examples(Path(args.data), limit=args.limit, seed=args.seed)
+    examples = load_examples(Path(args.data), limit=args.limit, seed=args.seed, per_type=args.per_type)
+    docs_folder = docs_corpus_folder(examples, args.corpus)  # None: the questions' pooled paragraphs are the corpus
     base = Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir))
     out = Path(args.out)
     done = prepare_output(out, run_config(args, base), fresh=args.fresh, retry_failed=args.retry_failed)
-    corpus = pooled_corpus(examples, index_spec(base))
+    corpus = (Corpus(*docs_corpus(docs_folder, index_spec(base))) if docs_folder
+              else pooled_corpus(examples, index_spec(base)))
     settings = base.model_copy(update={"collection": f"eval_{corpus.key}"})
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
     reranker = build_reranker(settings)
@@ -441,46 +469,57 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     semaphore = asyncio.Semaphore(args.concurrency)
     resumed = ran = 0
     question_started = time.perf_counter()
-    with (out / ROWS_FILE).open("a", encoding="utf-8") as log:
+    runners: dict[str, Any] = {}
+    todo: list[tuple[Example, str]] = []
+    # Question by question, every system in turn: a run stopped half-way has compared the systems on the
+    # same questions, not finished one system and never started the next.
+    for example in examples:
         for name in (s for s in systems if s not in skipped):
-            questions = [e for e in examples if name != "oracle" or e.decomposition]
-            todo = [e for e in questions if (name, e.id) not in done]
-            resumed += len(questions) - len(todo)
-            if not todo:
-                print(f"{name}: all {len(questions)} questions already in {out / ROWS_FILE}", file=sys.stderr)
+            if name == "oracle" and not example.decomposition:
                 continue
-            if name == "subq":
-                runner: Any = SubQuestionBaseline(settings, build_llm(settings), embed_model, args.budget)
+            if (name, example.id) in done:
+                resumed += 1
             else:
-                runner = dagrag_workflow(name, settings, llm, embed_model, reranker)
+                todo.append((example, name))
+    for name in {name for _, name in todo}:
+        runners[name] = (SubQuestionBaseline(settings, build_llm(settings), embed_model, args.budget) if name == "subq"
+                         else dagrag_workflow(name, settings, llm, embed_model, reranker))
 
-            async def one(example: Example, name: str = name, runner: Any = runner) -> dict[str, Any]:
-                async with semaphore:
-                    started = time.perf_counter()
-                    try:  # only the system's own work: a failure of the scoring below is eval.py's bug
-                        if name == "subq":
-                            answered = await runner.answer(example)
-                        else:
-                            plan = Plan.model_validate(decomposition_plan(example)) if name == "oracle" else None
-                            answered = await run_dagrag(runner, example, plan)
-                    except Exception as error:  # KeyboardInterrupt and CancelledError still end the run
-                        row = failed_row(error, time.perf_counter() - started)
-                        tqdm.write(f"{name} failed on {example.id}: {row['error']}", file=sys.stderr)
-                    else:
-                        row = {"failed": False, "error": None,
-                               **(subq_row(example, *answered, tokens) if name == "subq"
-                                  else dagrag_row(example, *answered, tokens))}
-                return {"system": name, "id": example.id, "question": example.question, "type": example.type,
-                        "gold": example.answers, "supporting": [p.title for p in example.supporting], **row,
-                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds")}
+    async def one(example: Example, name: str) -> dict[str, Any]:
+        runner = runners[name]
+        async with semaphore:
+            started = time.perf_counter()
+            try:  # only the system's own work: a failure of the scoring below is eval.py's bug
+                if name == "subq":
+                    answered = await runner.answer(example)
+                else:
+                    plan = Plan.model_validate(decomposition_plan(example)) if name == "oracle" else None
+                    answered = await run_dagrag(runner, example, plan)
+            except Exception as error:  # KeyboardInterrupt and CancelledError still end the run
+                row = failed_row(error, time.perf_counter() - started)
+                tqdm.write(f"{name} failed on {example.id}: {row['error']}", file=sys.stderr)
+            else:
+                row = {"failed": False, "error": None,
+                       **(subq_row(example, *answered, tokens) if name == "subq"
+                          else dagrag_row(example, *answered, tokens))}
+        return {"system": name, "id": example.id, "question": example.question, "type": example.type,
+                "gold": example.answers, "supporting": example.supporting_titles, **row,
+                "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds")}
 
-            with tqdm(total=len(questions), initial=len(questions) - len(todo), desc=name, unit="q") as bar:
-                for task in asyncio.as_completed([one(e) for e in todo]):
-                    row = await task
-                    log.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    log.flush()  # a killed run keeps every row it finished
-                    ran += 1
-                    bar.update(1)
+    if not todo:
+        print(f"every row is already in {out / ROWS_FILE}", file=sys.stderr)
+    with (out / ROWS_FILE).open("a", encoding="utf-8") as log, \
+            tqdm(total=resumed + len(todo), initial=resumed, desc="rows", unit="row") as bar:
+        # Tasks made here, in this order, take the semaphore in this order (as_completed would make them
+        # from a set, in no particular order).
+        tasks = [asyncio.ensure_future(one(example, name)) for example, name in todo]
+        for task in asyncio.as_completed(tasks):
+            row = await task
+            log.write(json.dumps(row, ensure_ascii=False) + "\n")
+            log.flush()  # a killed run keeps every row it finished
+            ran += 1
+            bar.set_postfix_str(f"{row['system']} {row['id']}")
+            bar.update(1)
     question_seconds = time.perf_counter() - question_started
 
     by_key = {(r["system"], r["id"]): r for r in read_rows(out / ROWS_FILE)}  # the later of two rows wins
@@ -496,6 +535,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "config": {
             "data": str(args.data), "questions": len(examples), "limit": args.limit, "seed": args.seed,
             "budget": args.budget, "concurrency": args.concurrency, "corpus_paragraphs": len(corpus.nodes),
+            "corpus": str(docs_folder) if docs_folder else None,
             "collection": settings.collection, "index_build_s": round(report.seconds, 2),
             "index_added": report.added, "question_time_s": round(question_seconds, 2),
             "embed_model": settings.embed_model, "reranker": settings.reranker, "llm": settings.llm,
@@ -518,9 +558,14 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="shared JSONL, HotpotQA/2Wiki JSON, or MuSiQue JSONL")
+    parser.add_argument("--data", required=True,
+                        help="shared JSONL, HotpotQA/2Wiki JSON, MuSiQue JSONL, or docs questions JSONL (evidence)")
+    parser.add_argument("--corpus", default=None,
+                        help="docs questions only: the folder of documents their evidence quotes (ingested whole)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions (after --seed shuffling)")
     parser.add_argument("--seed", type=int, default=None, help="shuffle the questions with this seed first")
+    parser.add_argument("--per-type", type=int, default=None,
+                        help="at most N questions of each type (after --seed shuffling, before --limit)")
     parser.add_argument("--systems", default="single,dag,oracle,subq", help=f"comma list of {', '.join(SYSTEMS)}")
     parser.add_argument("--budget", type=int, default=4, help="most passages any system hands its writer")
     parser.add_argument("--concurrency", type=int, default=4, help="questions in flight")

@@ -1,10 +1,12 @@
-"""Load multi-hop QA data in the shared JSONL format or the official HotpotQA, 2Wiki and MuSiQue files."""
+"""Load multi-hop QA data in the shared JSONL format or the official HotpotQA, 2Wiki and MuSiQue files, and
+documentation QA (records with `evidence` quoted from a folder of documents, no `paragraphs`)."""
 
 from __future__ import annotations
 
 import json
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,10 +32,23 @@ class Example:
     paragraphs: list[Paragraph]
     decomposition: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Docs questions: verbatim quotes from the corpus folder, and the document (relative path) of each.
+    evidence: list[str] = field(default_factory=list)
+    documents: list[str] = field(default_factory=list)
 
     @property
     def supporting(self) -> list[Paragraph]:
         return [p for p in self.paragraphs if p.is_supporting]
+
+    @property
+    def is_docs(self) -> bool:
+        """Scored by the evidence text found in the sources, not by supporting paragraph ids."""
+        return bool(self.evidence)
+
+    @property
+    def supporting_titles(self) -> list[str]:
+        """What a result row names as the gold support: documents for a docs question, else paragraph titles."""
+        return list(dict.fromkeys(self.documents)) if self.is_docs else [p.title for p in self.supporting]
 
 
 def _need(record: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -55,6 +70,26 @@ def _from_shared(record: dict[str, Any], where: str) -> Example:
         answers=[_need(record, "answer", str, where), *[a for a in record.get("answer_aliases") or [] if a]],
         type=str(record.get("type") or "unknown"), paragraphs=paragraphs,
         decomposition=[d["question"] for d in decomposition] if isinstance(decomposition, list) else None)
+
+
+DOCS_TYPES = ("fact", "table", "code", "two-section", "two-document")
+
+
+def _from_docs(record: dict[str, Any], where: str) -> Example:
+    """A docs question: {id, question, answer, evidence: [quote], documents: [path per quote], type}."""
+    evidence = _need(record, "evidence", list, where)
+    documents = _need(record, "documents", list, where)
+    if not evidence or not all(isinstance(e, str) and e.strip() for e in evidence):
+        raise DataFormatError(f"{where}: 'evidence' must be a non-empty list of non-empty strings")
+    if len(documents) != len(evidence) or not all(isinstance(d, str) and d for d in documents):
+        raise DataFormatError(f"{where}: 'documents' must name one document (a path) per evidence string")
+    kind = _need(record, "type", str, where)
+    if kind not in DOCS_TYPES:
+        raise DataFormatError(f"{where}: type {kind!r} is not one of {', '.join(DOCS_TYPES)}")
+    return Example(
+        id=str(record.get("id", where)), question=_need(record, "question", str, where),
+        answers=[_need(record, "answer", str, where), *[a for a in record.get("answer_aliases") or [] if a]],
+        type=kind, paragraphs=[], evidence=list(evidence), documents=list(documents))
 
 
 def _from_musique(record: dict[str, Any], where: str) -> Example:
@@ -89,6 +124,8 @@ def _from_hotpot_style(record: dict[str, Any], where: str) -> Example:
 
 
 def _pick_parser(record: dict[str, Any]):
+    if "evidence" in record and "paragraphs" not in record:
+        return _from_docs
     if "context" in record and "supporting_facts" in record:
         return _from_hotpot_style
     paragraphs = record.get("paragraphs")
@@ -98,8 +135,10 @@ def _pick_parser(record: dict[str, Any]):
     return _from_shared
 
 
-def load_examples(path: Path, *, limit: int | None = None, seed: int | None = None) -> list[Example]:
-    """Every example in the file (format detected), optionally a seeded sample of `limit` of them."""
+def load_examples(path: Path, *, limit: int | None = None, seed: int | None = None,
+                  per_type: int | None = None) -> list[Example]:
+    """Every example in the file (format detected), optionally shuffled by `seed`, then at most `per_type` of
+    each question type (in that order), then the first `limit`."""
     if not path.exists():
         raise DataFormatError(f"{path}: no such file")
     text = path.read_text(encoding="utf-8")
@@ -126,6 +165,14 @@ def load_examples(path: Path, *, limit: int | None = None, seed: int | None = No
         examples.append(_pick_parser(record)(record, where))
     if seed is not None:
         random.Random(seed).shuffle(examples)
+    if per_type:
+        taken: Counter[str] = Counter()
+        kept = []
+        for example in examples:
+            if taken[example.type] < per_type:
+                taken[example.type] += 1
+                kept.append(example)
+        examples = kept
     return examples[:limit] if limit else examples
 
 

@@ -54,5 +54,20 @@ def supporting_recall(retrieved: set[str], supporting: Sequence[str]) -> tuple[f
     return found / len(supporting), float(found == len(supporting))
 
 
+def squash(text: str) -> str:
+    """Whitespace collapsed and case folded: how evidence is looked for in a passage, so that a chunker's
+    re-indenting or re-wrapping of the document does not count as losing the evidence."""
+    return " ".join(text.split()).casefold()
+
+
+def evidence_recall(passages: Sequence[str], evidence: Sequence[str]) -> tuple[float, float]:
+    """(share of evidence strings contained in at least one passage, 1 if all of them are); see `squash`."""
+    if not evidence:
+        return 0.0, 0.0
+    squashed = [squash(passage) for passage in passages]
+    found = sum(any(squash(piece) in passage for passage in squashed) for piece in evidence)
+    return found / len(evidence), float(found == len(evidence))
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0

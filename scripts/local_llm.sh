@@ -265,6 +265,7 @@ running_pid() {
 read_info() {  # sets PORT and ALIAS from the info file of the running server
   PORT=$(sed -n 's/^port=//p' "$INFO_FILE" 2>/dev/null || true)
   ALIAS=$(sed -n 's/^model=//p' "$INFO_FILE" 2>/dev/null || true)
+  CTX=$(sed -n 's/^ctx=//p' "$INFO_FILE" 2>/dev/null || true)
 }
 
 http_ok() {  # http_ok URL: true when it answers 2xx
@@ -280,6 +281,10 @@ port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 print_exports() {
   echo "export DAGRAG_LLM=openai-like:$ALIAS"
   echo "export DAGRAG_LLM_BASE_URL=http://127.0.0.1:$PORT/v1"
+  # A CPU-bound small model: one LLM call can take minutes on a busy machine (the default timeout is 60 s),
+  # and dagrag must know the server's context to keep prompts inside it.
+  echo "export DAGRAG_LLM_TIMEOUT_S=300"
+  echo "export DAGRAG_LLM_CONTEXT_WINDOW=${CTX:-4096}"
 }
 
 cmd_start() {
@@ -351,7 +356,7 @@ cmd_start() {
     waited=$(( waited + 1 ))
   done
   log "llama-server is ready after ${waited}s (pid $pid); point dagrag at it with:"
-  PORT=$port ALIAS=$M_ALIAS
+  PORT=$port ALIAS=$M_ALIAS CTX=$ctx
   print_exports
 }
 

@@ -1,4 +1,4 @@
-"""`dagrag ingest PATH` and `dagrag query "question" [--json]`."""
+"""`dagrag ingest PATH`, `dagrag query "question" [--json]` and `dagrag serve [--host] [--port]`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from rich.tree import Tree
 from .config import Settings
 from .core.errors import DagragError
 from .core.result import QueryResult
-from .work_flows.events import LayerStarted, PlanReady, SubqueryDone
+from .core.sources import source_title
+from .work_flows.events import LayerStarted, SubqueryDone
+from .work_flows.progress import PlanChosen
 
 console = Console(stderr=True)
 out = Console()
@@ -62,9 +64,9 @@ async def _run_query(settings: Settings, question: str, show_progress: bool) -> 
     async for event in handler.stream_events():
         if not show_progress:
             continue
-        if isinstance(event, PlanReady):
-            console.print(f"[dim]plan ready: {len(event.run.plan.subqueries)} subqueries "
-                          f"in {len(event.run.plan.layers)} layer(s) ({event.run.plan.origin.value})[/]")
+        if isinstance(event, PlanChosen):
+            console.print(f"[dim]plan ready: {len(event.subqueries)} subqueries "
+                          f"in {len(event.layers)} layer(s) ({event.origin})[/]")
         elif isinstance(event, LayerStarted):
             console.print(f"[dim]layer {event.layer_index}: searching {', '.join(event.subquery_ids)}[/]")
         elif isinstance(event, SubqueryDone):
@@ -101,7 +103,7 @@ def render(result: QueryResult) -> None:
         sources.add_column(column, overflow="fold")
     for n, source in enumerate(result.sources, start=1):
         sources.add_row(str(n), ",".join(source.subquery_ids), str(source.rank_in_subquery), f"{source.score:.3f}",
-                        str(source.metadata.get("title", "")), textwrap.shorten(source.text, 160, placeholder="…"))
+                        source_title(source), textwrap.shorten(source.text, 160, placeholder="…"))
     out.print(sources)
 
     features = result.retrieval_confidence_features
@@ -131,6 +133,13 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import serve
+
+    serve(_settings(args), host=args.host, port=args.port)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dagrag", description="Multi-hop question answering over a Qdrant collection.")
@@ -145,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--collection", help="collection name")
     query.add_argument("--no-dag", action="store_true", help="the single-query baseline path")
     query.set_defaults(func=cmd_query)
+    serve = commands.add_parser("serve", help="serve the HTTP API (WorkflowServer, /search, /query, /health, /metrics)")
+    serve.add_argument("--host", help="address to bind (default: DAGRAG_SERVE_HOST or 127.0.0.1; "
+                       "any other than loopback needs DAGRAG_API_KEY)")
+    serve.add_argument("--port", type=int, help="port (default: DAGRAG_SERVE_PORT or 8000)")
+    serve.add_argument("--collection", help="collection name")
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 

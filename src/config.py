@@ -59,7 +59,15 @@ class Settings(BaseSettings):
         "offline twin takes over.")
     llm_retry_backoff_s: float = Field(
         0.5, ge=0, le=10, description="First pause before a retry; doubles each retry, at least the Retry-After.")
-    llm_json_mode: bool = Field(True, description="Ask the LLM for JSON output (response_format).")
+    llm_response_format: Literal["json_schema", "json_object", "none"] = Field(
+        "json_schema", description="How agents that expect JSON ask for it: `json_schema` (the server enforces "
+        "the agent's schema: OpenAI structured outputs, vLLM, llama.cpp), `json_object` (any JSON), `none` "
+        "(the prompt alone).")
+    llm_context_window: int = Field(
+        32768, ge=512, description="The LLM's context window in tokens (llama.cpp's --ctx-size for a local server).")
+    llm_passage_chars: int = Field(
+        1500, ge=200, description="Each source passage shown to an LLM is cut to this many characters, so a "
+        "small-context model never overflows.")
     llm_temperature: float = Field(0.0, ge=0, le=2)
 
     # --- models --------------------------------------------------------------------------------
@@ -134,6 +142,18 @@ class Settings(BaseSettings):
     verify_min_score: float = Field(0.5, ge=0, le=1)
     max_question_chars: int = Field(2000, ge=16, le=100_000)
     query_timeout_s: float = Field(300.0, gt=0, description="Deadline of one whole query.")
+
+    # --- serving (`dagrag serve`) ---------------------------------------------------------------
+    api_key: SecretStr | None = Field(
+        None, description="Bearer key every route but /health needs; without it the server binds loopback only.")
+    serve_host: str = Field("127.0.0.1", min_length=1, description="Address `dagrag serve` binds.")
+    serve_port: int = Field(8000, ge=0, le=65535, description="Port `dagrag serve` binds (0: any free port).")
+    serve_max_body_bytes: int = Field(
+        1_048_576, ge=1024, le=64 * 1_048_576, description="Largest request body; larger ones get 413.")
+    serve_max_runs: int = Field(
+        4, ge=1, le=1024, description="Queries and searches running at once; more wait SERVE_QUEUE_WAIT_S, then 429.")
+    serve_queue_wait_s: float = Field(
+        2.0, ge=0, le=600, description="How long a request waits for a free run slot before 429 + Retry-After.")
 
     @field_validator("llm")
     @classmethod

@@ -1,4 +1,5 @@
-"""Ingest documents into the Qdrant collection: JSONL (the benchmark format or plain records) or text files.
+"""Ingest documents into the Qdrant collection: JSONL (the benchmark format or plain records), or Markdown,
+plain text, HTML and PDF files, chunked along their own structure (`chunking`).
 
 Each input is parsed and checked in full before anything is written, so a malformed record costs
 nothing. Node ids are derived from content, so re-ingesting adds nothing, and documents already in
@@ -18,19 +19,29 @@ from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.schema import MetadataMode, TextNode
+from llama_index.core.schema import MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.qdrant.base import DEFAULT_DENSE_VECTOR_NAME
 from qdrant_client import QdrantClient
 
+from .chunking import (
+    ChunkedDocument,
+    UnreadablePdfError,
+    chunk_html,
+    chunk_markdown,
+    chunk_pdf,
+    chunk_plain_text,
+)
 from .config import Settings
 from .core.errors import IngestError
 from .core.sources import content_key
 from .store import check_collection_model, create_collection, open_qdrant, open_vector_store
 
 ID_NAMESPACE = uuid.UUID("6f1c2a4e-5d0b-4c1e-9a57-d4a6b0e2c3f1")
-TEXT_SUFFIXES = (".txt", ".md")
-HIDDEN_FROM_MODELS = ["source", "line"]
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+HTML_SUFFIXES = (".html", ".htm")
+DOCUMENT_SUFFIXES = (*MARKDOWN_SUFFIXES, ".txt", *HTML_SUFFIXES, ".pdf")
+# Where a chunk sits is for citing and for fetching its neighbours, not for embedding or for an LLM to read.
+HIDDEN_FROM_MODELS = ["source", "line", "page", "position"]
 
 
 @dataclass
@@ -42,14 +53,18 @@ class IngestReport:
     seconds: float
 
 
-def node_id_for(title: str, text: str) -> str:
-    return str(uuid.uuid5(ID_NAMESPACE, content_key(f"{title}\n{text}")))
+def node_id_for(title: str, text: str, section: str = "") -> str:
+    """From content only, so re-ingesting adds nothing; the same paragraph under two headings is two chunks."""
+    key = f"{title}\n{section}\n{text}" if section else f"{title}\n{text}"
+    return str(uuid.uuid5(ID_NAMESPACE, content_key(key)))
 
 
 def make_node(text: str, title: str, **metadata: Any) -> TextNode:
+    hidden = [*HIDDEN_FROM_MODELS, *(["section"] if metadata.get("section") == "" else [])]
     return TextNode(
-        id_=node_id_for(title, text), text=text, metadata={"title": title, **metadata},
-        excluded_embed_metadata_keys=list(HIDDEN_FROM_MODELS), excluded_llm_metadata_keys=list(HIDDEN_FROM_MODELS),
+        id_=node_id_for(title, text, str(metadata.get("section") or "")), text=text,
+        metadata={"title": title, **metadata}, excluded_embed_metadata_keys=list(hidden),
+        excluded_llm_metadata_keys=list(hidden),
     )
 
 
@@ -88,26 +103,60 @@ def _jsonl_nodes(path: Path) -> Iterator[TextNode]:
             yield from _record_nodes(record, where)
 
 
-def _text_nodes(path: Path, root: Path, splitter: SentenceSplitter) -> Iterator[TextNode]:
+def _decoded(path: Path, data: bytes) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise IngestError(f"{path}: not UTF-8 text") from None
-    name = str(path.relative_to(root)) if path != root else path.name
-    for chunk in splitter.split_text(text):
-        if chunk.strip():
-            yield make_node(chunk.strip(), path.stem.replace("_", " "), source=name)
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise IngestError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x})") from None
+
+
+def _chunked(path: Path, chunk_tokens: int) -> ChunkedDocument:
+    suffix = path.suffix.lower()
+    data = path.read_bytes()
+    if suffix == ".pdf":
+        try:
+            return chunk_pdf(data, chunk_tokens=chunk_tokens)
+        except UnreadablePdfError as error:
+            raise IngestError(f"{path}: {error}") from None
+    if suffix in HTML_SUFFIXES:
+        return chunk_html(data, chunk_tokens=chunk_tokens)   # the page's own meta tags name its encoding
+    chunker = chunk_markdown if suffix in MARKDOWN_SUFFIXES else chunk_plain_text
+    return chunker(_decoded(path, data), chunk_tokens=chunk_tokens)
+
+
+def _document_nodes(path: Path, root: Path, chunk_tokens: int) -> list[TextNode]:
+    """A document's chunks as nodes, in order, each knowing its position and its neighbours."""
+    document = _chunked(path, chunk_tokens)
+    title = document.title or path.stem.replace("_", " ")
+    source = str(path.relative_to(root)) if path != root else path.name
+    nodes: dict[str, TextNode] = {}
+    for chunk in document.chunks:
+        where = {key: value for key, value in (("line", chunk.line), ("page", chunk.page)) if value is not None}
+        node = make_node(chunk.text, title, section=" > ".join(chunk.section), source=source, **where)
+        nodes.setdefault(node.node_id, node)   # a chunk repeated word for word is kept once, where it first is
+    ordered = list(nodes.values())
+    for position, node in enumerate(ordered):
+        node.metadata["position"] = position
+        # Relationships travel in the stored node (Qdrant's `_node_content`) and never reach a model's text.
+        if position > 0:
+            node.relationships[NodeRelationship.PREVIOUS] = RelatedNodeInfo(node_id=ordered[position - 1].node_id)
+        if position + 1 < len(ordered):
+            node.relationships[NodeRelationship.NEXT] = RelatedNodeInfo(node_id=ordered[position + 1].node_id)
+    return ordered
 
 
 def read_nodes(path: Path, *, chunk_tokens: int = 256) -> list[TextNode]:
-    """Every document under `path`, deduplicated; raises IngestError naming the file and line."""
+    """Every document under `path`, deduplicated; raises IngestError naming the file and line.
+
+    JSONL records become one node each, as they are; other documents are chunked along their structure into
+    chunks of about `chunk_tokens` tokens (see `chunking`)."""
     if not path.exists():
         raise IngestError(f"{path}: no such file or folder")
-    splitter = SentenceSplitter(chunk_size=chunk_tokens, chunk_overlap=chunk_tokens // 8)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in (*TEXT_SUFFIXES, ".jsonl") and p.is_file())
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in (*DOCUMENT_SUFFIXES, ".jsonl") and p.is_file())
         if not files:
-            raise IngestError(f"{path}: no .jsonl, .txt or .md files in this folder")
+            raise IngestError(f"{path}: no .jsonl, {', '.join(DOCUMENT_SUFFIXES)} files in this folder")
     else:
         files = [path]
     nodes: dict[str, TextNode] = {}
@@ -115,10 +164,10 @@ def read_nodes(path: Path, *, chunk_tokens: int = 256) -> list[TextNode]:
         suffix = file.suffix.lower()
         if suffix == ".jsonl":
             found: Iterable[TextNode] = _jsonl_nodes(file)
-        elif suffix in TEXT_SUFFIXES:
-            found = _text_nodes(file, path if path.is_dir() else file, splitter)
+        elif suffix in DOCUMENT_SUFFIXES:
+            found = _document_nodes(file, path if path.is_dir() else file, chunk_tokens)
         else:
-            raise IngestError(f"{file}: unsupported file type (use .jsonl, .txt or .md)")
+            raise IngestError(f"{file}: unsupported file type (use .jsonl, {', '.join(DOCUMENT_SUFFIXES)})")
         for node in found:
             nodes.setdefault(node.node_id, node)
     return list(nodes.values())

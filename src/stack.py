@@ -73,7 +73,7 @@ def build_llm(settings: Settings) -> LLM | None:
 
     return OpenAILike(
         api_base=settings.llm_base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY", "none"),
-        is_chat_model=True, context_window=32768, **common)
+        is_chat_model=True, context_window=settings.llm_context_window, **common)
 
 
 def build_llm_client(settings: Settings, llm: LLM | None = None) -> LLMClient | None:
@@ -85,7 +85,7 @@ def build_llm_client(settings: Settings, llm: LLM | None = None) -> LLMClient | 
     llm = llm if llm is not None else build_llm(settings)
     if llm is None:
         return None
-    return LLMClient(llm, timeout_s=settings.llm_timeout_s, json_mode=settings.llm_json_mode,
+    return LLMClient(llm, timeout_s=settings.llm_timeout_s, response_format=settings.llm_response_format,
                      retry=RetryPolicy(max_retries=settings.llm_max_retries, backoff_s=settings.llm_retry_backoff_s))
 
 
@@ -150,9 +150,12 @@ def build_agents(
         reranker = RerankerAgent(reranker)
     client = build_llm_client(settings, llm)
     load_sentence_model()  # the writer and verifier split sentences: load the model now, not in the first query
-    writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences)
+    passage_chars = settings.llm_passage_chars
+    writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences,
+                                 passage_chars=passage_chars)
     if client is not None and settings.writer_mode == "aggregate":
-        writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences)
+        writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences,
+                                 passage_chars=passage_chars)
     return Agents(
         planner=QueryPlannerAgent(client, subquery_max=settings.subquery_max, enable_dag=settings.planner_enable_dag,
                                   bridge=settings.planner_bridge),
@@ -160,7 +163,7 @@ def build_agents(
         reranker=reranker,
         writer=writer,
         verifier=VerifierAgent(reranker, client, min_overlap=settings.verify_min_overlap,
-                               min_score=settings.verify_min_score),
-        resolver=ReferenceResolverAgent(client if settings.resolve_with_llm else None),
+                               min_score=settings.verify_min_score, passage_chars=passage_chars),
+        resolver=ReferenceResolverAgent(client if settings.resolve_with_llm else None, passage_chars=passage_chars),
         hyde=HydeAgent(client) if client is not None and settings.subquery_hyde else None,
     )

@@ -1,12 +1,14 @@
 """Dependencies run one way: each part of `src/` imports only the parts below it, and nothing imports in a cycle.
 
     config
+    chunking    documents -> chunks along their structure (pure text work, imports no other part)
     core        plans, results, errors, search types, text, the role Protocols
     llm         LLMClient: timeout, retries, JSON mode, the call ledger
     agents      planner, searcher, reranker, resolver (+ offline bridge), HyDE, writer, aggregator, verifier
     store       Qdrant: opening it, collections that record their embedding model
     stack       the default parts from Settings (what QueryWorkflow.from_settings runs)
     work_flows  QueryWorkflow, its events, the retrieval policy
+    server      `dagrag serve`: the HTTP app over the stack and the workflow (nothing below imports it)
     ingest, cli, testing, the package root: on top
 
 Every import counts, including those inside functions. The parts are read from the source, not imported.
@@ -24,15 +26,18 @@ PACKAGE = "dagrag"
 
 ALLOWED: dict[str, set[str]] = {
     "config": set(),
+    "chunking": set(),
     "core": {"config"},
     "llm": {"core"},
     "agents": {"core", "llm"},
     "store": {"config", "core"},
     "stack": {"config", "core", "llm", "agents", "store"},
     "work_flows": {"config", "core", "llm", "agents", "stack"},
-    "ingest": {"config", "core", "store"},
-    "cli": {"config", "core", "llm", "agents", "store", "stack", "work_flows", "ingest"},
-    "testing": {"config", "core", "llm", "agents", "store", "stack", "work_flows", "ingest", "cli", "__init__"},
+    "server": {"config", "core", "llm", "agents", "store", "stack", "work_flows"},
+    "ingest": {"config", "core", "store", "chunking"},
+    "cli": {"config", "core", "llm", "agents", "store", "stack", "work_flows", "ingest", "chunking", "server"},
+    "testing": {"config", "core", "llm", "agents", "store", "stack", "work_flows", "ingest", "cli", "chunking",
+                "server", "__init__"},
     "__init__": {"config", "core", "work_flows"},
 }
 

@@ -45,9 +45,10 @@ def test_simulated_llm_answers_every_agent():
         answer = replies.get(agent, replies[ANY_AGENT])
         return agent, answer(body) if callable(answer) else answer
 
-    kind, plan = reply(_body("You plan searches for a multi-hop question", "Question: ..."))
+    kind, plan = reply(_body("You turn a question into the searches that answer it.", "Question: ..."))
     assert kind == "planner" and [s["text"] for s in json.loads(plan)["subqueries"]] == list(bench.SUBQUERIES)
-    kind, answer = reply(_body("You answer questions from numbered sources ... there are 3 sources.", "x"))
+    fenced = "".join(f'<source id="{n}" title="t">x</source>' for n in (1, 2, 3))
+    kind, answer = reply(_body("You answer a question from numbered sources ...", fenced))
     assert kind == "writer" and answer.count("[") == 3
     kind, verdicts = reply(_body("You check an answer against its sources.",
                                  "Sentences:\n1. Born in 1980 [2].\n2. Born later [1].\n\nSources:\n..."))

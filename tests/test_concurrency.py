@@ -15,7 +15,8 @@ import re
 import pytest
 
 from dagrag.llm import LLMClient
-from dagrag.work_flows.events import PlanReady, SubqueryDone
+from dagrag.work_flows.events import SubqueryDone
+from dagrag.work_flows.progress import PlanChosen
 
 from .conftest import sample_records
 from .scripted_llm import ScriptedLLM
@@ -96,8 +97,9 @@ async def test_fifty_concurrent_runs_on_one_instance_each_get_their_own_result(m
         assert fingerprint(result) == fingerprint(solo)
         assert result.sources and set(result.timings) == set(solo.timings)
         # The progress stream of a run carries its own plan and subqueries only.
-        [ready] = [e for e in events if isinstance(e, PlanReady)]
-        assert ready.run.question == question and ready.run.plan == result.plan
+        [ready] = [e for e in events if isinstance(e, PlanChosen)]
+        assert ready.question == question and ready.layers == result.plan.layers
+        assert [sq.text for sq in ready.subqueries] == [sq.text for sq in result.plan.subqueries]
         done = [e for e in events if isinstance(e, SubqueryDone)]
         assert {e.subquery_id for e in done} == {sq.id for sq in result.plan.subqueries}
     # Some runs went back to search again (a second writer call), concurrently with the others.

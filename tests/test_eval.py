@@ -359,7 +359,9 @@ def test_ctrl_c_stops_the_run_and_keeps_every_finished_row(tmp_path, llm_server,
     with pytest.raises(KeyboardInterrupt):
         _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule", "--concurrency", "1")
     finished = _rows(out)  # every question finished before Ctrl-C is on disk, in full; none after it ran
-    assert 2 <= len(finished) <= 3 and all(key[0] == "dag" for key in finished) and len(writes) == 3
+    assert 2 <= len(finished) <= 3 and len(writes) == 3
+    # Question by question, each system in turn: the first question is done by both systems.
+    assert {key[0] for key in finished} == {"dag", "dag-rule"} and len({key[1] for key in finished}) <= 2
 
     assert _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule") == 0
     rows = _rows(out)

@@ -217,13 +217,17 @@ def test_cycles_self_parents_unknown_parents_and_duplicates_are_repaired(plan, s
 
 @st.composite
 def valid_plans(draw: st.DrawFn) -> Plan:
-    """Unique ids, grounded texts, parents only among earlier subqueries."""
+    """Unique ids, grounded texts, parents only among earlier subqueries; a subquery with several parents
+    refers to one of them (one that names none only combines them, which is repaired away)."""
     count = draw(st.integers(1, 8))
     sq_ids = draw(st.lists(st.sampled_from([*ID_POOL, "a", "b", "hop-2", "x1"]), min_size=count, max_size=count,
                            unique=True))
-    subqueries = [SubQuery(id=sq_id, text=draw(st.sampled_from(grounded)),
-                           parents=draw(st.lists(st.sampled_from(sq_ids[:i]), unique=True)) if i else [])
-                  for i, sq_id in enumerate(sq_ids)]
+    subqueries = []
+    for i, sq_id in enumerate(sq_ids):
+        parents = draw(st.lists(st.sampled_from(sq_ids[:i]), unique=True)) if i else []
+        text = draw(st.sampled_from(grounded))
+        subqueries.append(SubQuery(id=sq_id, text=f"{text} of {{{parents[0]}}}" if len(parents) > 1 else text,
+                                   parents=parents))
     return Plan(query=QUESTION, subqueries=subqueries)
 
 
@@ -240,7 +244,8 @@ def test_a_valid_plan_is_used_as_is(plan):
 
 def test_ten_thousand_distinct_subqueries_are_cut_to_subquery_max_quickly():
     plan = Plan(query=QUESTION, subqueries=[
-        SubQuery(id=f"s{i}", text=f"Ed Wood film {i}", parents=[f"s{i + 1}", "s0", f"x{i}"]) for i in range(10_000)])
+        SubQuery(id=f"s{i}", text=f"Ed Wood film {i} of {{s{i + 1}}}", parents=[f"s{i + 1}", "s0", f"x{i}"])
+        for i in range(10_000)])
     started = time.process_time()
     executed = check_pipeline(plan, QUESTION, 4)
     assert executed is not None and len(executed.subqueries) == 4 and len(executed.notes) <= MAX_NOTES

@@ -157,11 +157,11 @@ async def test_an_llm_that_never_answers_is_cut_off_by_the_per_attempt_timeout()
 
 def test_build_llm_turns_the_clients_retries_off_and_the_client_carries_the_settings_policy():
     settings = Settings(llm="openai-like:m", llm_base_url="http://127.0.0.1:9/v1", llm_max_retries=4,
-                        llm_retry_backoff_s=0.25, llm_timeout_s=7, llm_json_mode=False)
+                        llm_retry_backoff_s=0.25, llm_timeout_s=7, llm_response_format="json_object")
     client = build_llm_client(settings)
     assert client is not None and client.llm.max_retries == 0  # no hidden retries in the openai client or llama-index
     assert client.retry == RetryPolicy(max_retries=4, backoff_s=0.25)
-    assert client.timeout_s == 7 and client.json_mode is False
+    assert client.timeout_s == 7 and client.response_format == "json_object"
     assert build_llm_client(Settings()) is None
 
 

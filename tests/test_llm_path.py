@@ -48,8 +48,13 @@ async def test_a_good_plan_is_used_as_is_and_every_call_is_accounted(server, llm
     assert result.llm_calls.count == 3
     assert result.llm_calls.prompt_tokens > 0 and result.llm_calls.completion_tokens > 0
     planner_request = server.requests_of("planner")[0]
-    assert planner_request["response_format"] == {"type": "json_object"}
+    # The plan's schema travels with the request (the server enforces it), and the reply is capped.
+    assert planner_request["response_format"]["type"] == "json_schema"
+    schema = planner_request["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["query", "subqueries"] and schema["additionalProperties"] is False
+    assert planner_request["max_tokens"] > 0
     assert planner_request["model"] == "scripted-model"
+    assert result.concise_answer is None  # this writer reply has no "Answer:" line
     # Sources reach the writer fenced as data.
     writer_prompt = server.requests_of("writer")[0]["messages"][-1]["content"]
     assert '<source id="1" title="Scott Derrickson">' in writer_prompt

@@ -217,3 +217,21 @@ def test_extract_json_prefers_fenced_block_and_survives_nesting():
 def test_resolve_references_fills_known_parents_only():
     assert resolve_references("born where {s1} lived, {s9}", {"s1": "Shirley Temple"}) == \
         "born where Shirley Temple lived, {s9}"
+
+
+def test_a_step_that_only_combines_earlier_answers_is_dropped():
+    # What a 1.5B model adds after one search per case: nothing to search for, the writer compares.
+    question = "Which case was decided first, Selle v. Gibb or Reynolds v. Sims?"
+    plan = Plan.model_validate({"query": question, "subqueries": [
+        {"id": "s1", "text": "When was Selle v. Gibb decided?"},
+        {"id": "s2", "text": "When was Reynolds v. Sims decided?"},
+        {"id": "s3", "text": "Which case was decided first?", "parents": ["s1", "s2"]}]})
+    assert [i.code for i in validate_plan(plan, question=question, subquery_max=4)] == ["combine_step"]
+    executed = finalize_plan(plan, question=question, subquery_max=4, origin=PlanOrigin.LLM)
+    assert executed is not None and executed.origin is PlanOrigin.REPAIRED
+    assert [sq.id for sq in executed.subqueries] == ["s1", "s2"] and executed.layers == [["s1", "s2"]]
+    assert any("s3: it only combines s1, s2" in note for note in executed.notes)
+    # A step that names its parents searches for something: it stays.
+    chained = plan.model_copy(update={"subqueries": [*plan.subqueries[:2], plan.subqueries[2].model_copy(
+        update={"text": "Which of {s1} and {s2} was decided first?"})]})
+    assert validate_plan(chained, question=question, subquery_max=4) == []

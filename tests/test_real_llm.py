@@ -42,6 +42,7 @@ async def test_a_real_llm_plans_writes_and_judges_with_valid_citations(kind, mak
 
     assert result.plan.origin.value in ("llm", "repaired"), (result.plan.origin, result.plan.notes)
     assert result.sources and result.answer.strip()
+    assert result.concise_answer, f"no 'Answer:' line: {result.answer!r}"
     cited = [n for check in result.verification.sentences for n in check.citations]
     assert cited, f"the answer cites no source: {result.answer!r}"
     assert all(1 <= n <= len(result.sources) for n in cited), (cited, len(result.sources))

@@ -68,7 +68,7 @@ async def test_injected_text_reaches_the_llm_only_inside_a_fence_it_cannot_close
         assert [int(n) for n, _ in fences] == list(range(1, len(result.sources) + 1))
         assert user["content"].count("</source>") == len(result.sources)
         assert INJECTION in fences[poisoned - 1][1] and "‹/source>" in fences[poisoned - 1][1]
-    assert "there are 3 sources" in prompts["writer"][0]["content"] and len(result.sources) == 3
+    assert "Cite only sources 1 to 3." in prompts["writer"][0]["content"] and len(result.sources) == 3
 
     # The judge was fooled; the citation check is not: [7] does not exist.
     first, second = result.verification.sentences

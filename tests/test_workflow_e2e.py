@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dagrag import CollectionNotFoundError, InvalidQuestionError, QdrantUnavailableError, QueryResult, Settings
-from dagrag.work_flows.events import (
-    AnswerDrafted,
-    LayerSearched,
-    LayerStarted,
-    PlanReady,
-    SubqueryDone,
-    VerificationDone,
-)
+from dagrag.work_flows.events import LayerStarted, SubqueryDone, VerificationDone
+from dagrag.work_flows.progress import AnswerWritten, LayerDone, PlanChosen
 from dagrag.work_flows.query_workflow import QueryWorkflow
 
 from .conftest import record_for, sample_records
@@ -70,10 +64,10 @@ async def test_single_query_path_when_dag_is_off(make_workflow):
 async def test_progress_is_streamed_in_pipeline_order(make_workflow):
     handler = make_workflow().run(query=DERRICKSON)
     seen = [type(event).__name__ async for event in handler.stream_events()
-            if isinstance(event, (PlanReady, LayerStarted, SubqueryDone, LayerSearched, AnswerDrafted,
+            if isinstance(event, (PlanChosen, LayerStarted, SubqueryDone, LayerDone, AnswerWritten,
                                   VerificationDone))]
     result = await handler
-    assert seen == ["PlanReady", "LayerStarted", "SubqueryDone", "SubqueryDone", "LayerSearched", "AnswerDrafted",
+    assert seen == ["PlanChosen", "LayerStarted", "SubqueryDone", "SubqueryDone", "LayerDone", "AnswerWritten",
                     "VerificationDone"]
     assert result.answer
 

@@ -1,11 +1,14 @@
 """QueryPlannerAgent: question (+ chat history) -> an executable Plan, never an exception.
 
-With an LLM: ask for the Plan JSON (JSON mode), extract it from whatever came back, validate, repair
+With an LLM: ask for the Plan JSON (worked examples in the prompt; the plan's JSON schema enforced by the
+server where it can, JSON mode otherwise), extract it from whatever came back, validate, repair
 what is safe, retry once with the error, then fall back to the rule planner. Without one: the rule
 planner. Either way the plan says how it was obtained.
 """
 
 from __future__ import annotations
+
+import json
 
 from llama_index.core import PromptTemplate
 
@@ -20,20 +23,47 @@ from ..core.plan import (
     validate_plan,
 )
 from ..core.result import RunLedger
-from ..llm import LLMClient, describe_error
+from ..llm import LLMClient, ReplySchema, describe_error, object_schema
 from .rule_planner import plan_offline, rewrite_with_history
 
 PLANNER_SYSTEM = PromptTemplate(
-    """You plan searches for a multi-hop question answering system.
-Split the user's question into at most {subquery_max} atomic subqueries that a search engine can answer
-one passage at a time. A subquery that needs another's answer lists it in "parents" and may refer to it
-as {{s1}}. Independent subqueries have no parents. Reuse the question's own words (names, titles).
-If chat history is given, first rewrite the question into a standalone "query".
-Reply with one JSON object and nothing else:
-{{"query": str, "requires_retrieval": bool, "hyde_document": str | null,
- "subqueries": [{{"id": "s1", "text": str, "parents": [str],
-                 "hints": {{"must_include": [str], "synonyms": [str], "sections": [str], "top_k": int | null}}}}]}}"""
+    """You turn a question into the searches that answer it. Each search finds one fact in one passage.
+- The question compares or lists several things: one search per thing, none with parents.
+- The question needs a fact that another answer leads to: search for that answer first; the later search
+  writes it as {s1} (the answer of search s1) and lists "s1" in its "parents". Chains can be longer.
+- One search answers the question: a single search, the question itself.
+Write each search as a question, never as a statement or a guess at the answer. Copy names and titles
+from the question word for word. Never add a last search that compares or combines the others: the
+answer is written from all the searches' results. At most {subquery_max} searches.{history_rule}
+Reply with JSON only, shaped like the examples.
+
+Examples:
+{examples}"""
 )
+PLANNER_HISTORY_RULE = """
+The question may continue a chat: "query" is the question rewritten to stand alone (names instead of
+"he", "it", "that film"), and the searches use those names."""
+# Worked examples: a small model copies their shape (questions, {s1} links) and no longer asserts answers.
+# None comes from a benchmark's questions.
+PLANNER_EXAMPLES = [
+    ("Which was founded first, Nokia or Ericsson?", [
+        ("When was Nokia founded?", []),
+        ("When was Ericsson founded?", [])]),
+    ("What river flows through the city where Ada Lovelace was born?", [
+        ("In which city was Ada Lovelace born?", []),
+        ("What river flows through {s1}?", ["s1"])]),
+    ("Who directed the film that won Best Picture in the year the Berlin Wall fell?", [
+        ("In which year did the Berlin Wall fall?", []),
+        ("Which film won Best Picture in {s1}?", ["s1"]),
+        ("Who directed {s2}?", ["s2"])]),
+    ("Who was born first, the director of Jaws or the director of Alien?", [
+        ("Who is the director of Jaws?", []),
+        ("Who is the director of Alien?", []),
+        ("When was {s1} born?", ["s1"]),
+        ("When was {s2} born?", ["s2"])]),
+    ("What is the default port of the Qdrant HTTP API?", [
+        ("What is the default port of the Qdrant HTTP API?", [])]),
+]
 PLANNER_USER = PromptTemplate(
     """{history_block}Question: {question}"""
 )
@@ -43,6 +73,30 @@ PLANNER_RETRY = PromptTemplate(
 Your previous reply could not be used: {error}
 Reply again with one valid JSON object only."""
 )
+PLAN_SCHEMA = ReplySchema("plan", object_schema({
+    "query": {"type": "string", "description": "The question, rewritten to stand alone if it continues a chat."},
+    "subqueries": {"type": "array", "items": object_schema({
+        "id": {"type": "string", "description": "s1, s2, ... in order"},
+        "text": {"type": "string", "description": "A search written as a question; {s1} stands for s1's answer."},
+        "parents": {"type": "array", "items": {"type": "string"},
+                    "description": "Ids of the earlier searches whose answers this one needs."},
+    })},
+}))
+PLAN_MAX_TOKENS = 400  # four searches take ~150; a model that does not stop is cut off here
+
+
+def example_plans(subquery_max: int) -> str:
+    """The worked examples as question → JSON reply, without those that need more searches than allowed."""
+    shown = []
+    for question, searches in PLANNER_EXAMPLES:
+        if len(searches) > subquery_max:
+            continue
+        subqueries = [{"id": f"s{i}", "text": text, "parents": parents}
+                      for i, (text, parents) in enumerate(searches, start=1)]
+        shown.append(f"Question: {question}\n" + json.dumps({"query": question, "subqueries": subqueries}))
+    return "\n\n".join(shown)
+
+
 MAX_ATTEMPTS = 2
 MAX_ISSUES_SHOWN = 8  # rule violations quoted back to the LLM (and into plan.notes)
 
@@ -85,8 +139,8 @@ class QueryPlannerAgent:
         for _attempt in range(MAX_ATTEMPTS):
             try:
                 reply = await self.client.chat(
-                    system=PLANNER_SYSTEM.format(subquery_max=self.subquery_max), user=user,
-                    agent="planner", ledger=ledger, json_reply=True)
+                    system=self._system_prompt(bool(history)), user=user, agent="planner", ledger=ledger,
+                    json_reply=True, schema=PLAN_SCHEMA, max_tokens=PLAN_MAX_TOKENS)
             except Exception as error:
                 notes.append(f"LLM call failed: {describe_error(error)}")
                 break  # chat() already retried transient failures; a second prompt will not help
@@ -108,6 +162,11 @@ class QueryPlannerAgent:
             user = PLANNER_RETRY.format(previous=user, error=problems)
         ledger.degrade("planner", "; ".join(notes) or "no usable plan", "rule-based planner")
         return self._offline(question, history, PlanOrigin.FALLBACK, notes)
+
+    def _system_prompt(self, has_history: bool) -> str:
+        return PLANNER_SYSTEM.format(subquery_max=self.subquery_max,
+                                     history_rule=PLANNER_HISTORY_RULE if has_history else "",
+                                     examples=example_plans(self.subquery_max))
 
     def fallback_plan(self, question: str, history: list[str], reason: str) -> ExecutedPlan:
         """The rule planner's plan, for when the planner could not finish (e.g. the query deadline)."""

@@ -231,6 +231,11 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
                 PlanIssue(code="off_topic", message=f"{sq.id} shares no content word with the question",
                           subquery_id=sq.id)
             )
+        if _only_combines(sq):
+            issues.append(PlanIssue(
+                code="combine_step", subquery_id=sq.id,
+                message=f"{sq.id} only combines {', '.join(sq.parents)} (it refers to none of them as {{sN}}): "
+                        "the answer is written from the searches, there is nothing to search for"))
         for parent in sq.parents:
             if parent == sq.id:
                 issues.append(PlanIssue(code="self_parent", message=f"{sq.id} is its own parent", subquery_id=sq.id))
@@ -243,6 +248,12 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
     if _has_cycle(plan):
         issues.append(PlanIssue(code="cycle", message="the parent links form a cycle"))
     return issues
+
+
+def _only_combines(sq: SubQuery) -> bool:
+    """A subquery with several parents that names none of them ("Which was decided first?" after one search
+    per case) asks to combine answers, which search cannot do. Small LLMs add such steps."""
+    return len(set(sq.parents)) >= 2 and not any(f"{{{parent}}}" in sq.text for parent in sq.parents)
 
 
 def _graph(plan: Plan) -> nx.DiGraph:
@@ -334,6 +345,15 @@ def repair_plan(plan: Plan, *, question: str, subquery_max: int) -> tuple[Plan, 
         kept = [kept[position[node]] for node in nx.lexicographical_topological_sort(
             _graph(Plan(query=query, subqueries=kept)), key=lambda node: position[node])]
         notes.append("reordered subqueries so parents come first")
+
+    # Judged on the links that are left; dropping one can leave another combining two, hence the loop.
+    while combiners := {sq.id for sq in kept if _only_combines(sq)}:
+        for sq in kept:
+            if sq.id in combiners:
+                notes.append(f"dropped {sq.id}: it only combines {', '.join(sq.parents)}")
+        kept = [sq for sq in kept if sq.id not in combiners]
+        for sq in kept:
+            sq.parents = [p for p in sq.parents if p not in combiners]
 
     if plan.requires_retrieval and not kept and plan.subqueries:
         notes.append("no usable subquery left")

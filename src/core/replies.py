@@ -37,3 +37,32 @@ def extract_json_object(text: str) -> dict[str, Any]:
             if isinstance(value, dict):
                 return value
     raise ReplyParseError("the reply holds no JSON object")
+
+
+_ANSWER_LINE = re.compile(r"^\s*\**\s*(?:final\s+|short\s+)?answer\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*$", re.IGNORECASE)
+_CITATION = re.compile(r"\s*\[\d+\]")
+NO_ANSWER_WORDS = {"unknown", "none", "n/a", "not stated", "not given", "cannot be determined"}
+MAX_CONCISE_CHARS = 200  # a longer "short answer" is not one: it stays part of the answer text
+
+
+def split_concise_answer(reply: str) -> tuple[str | None, str]:
+    """`"Answer: Nokia\nNokia was founded in 1865 [1]."` → `("Nokia", "Nokia was founded in 1865 [1].")`.
+
+    The first non-empty line is the concise answer when it reads "Answer: …"; the rest is the cited text.
+    "unknown" and the like give None. A reply without that line is all text, with no concise answer; so is
+    a reply that is nothing but that line (its text is then the line's answer, uncited).
+    """
+    lines = reply.strip().splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return None, ""
+    match = _ANSWER_LINE.match(lines[first])
+    if match is None or not match.group(1) or len(match.group(1)) > MAX_CONCISE_CHARS:
+        return None, reply.strip()
+    concise = _CITATION.sub("", match.group(1)).strip().rstrip(".").strip()
+    rest = "\n".join(lines[first + 1:]).strip()
+    if not rest and concise != match.group(1).strip():  # "Answer: Nokia was first [1]." is the cited text too
+        rest = match.group(1).strip()
+    if concise.lower() in NO_ANSWER_WORDS:
+        return None, rest or concise
+    return concise, rest or concise

@@ -92,9 +92,19 @@ class LLMUsage(BaseModel):
     calls: list[LLMCallRecord] = Field(default_factory=list)
 
 
+class WrittenAnswer(BaseModel):
+    """What a writer returns: the cited answer, and the answer in a few words when it gave one."""
+
+    text: str
+    concise: str | None = None
+
+
 class QueryResult(BaseModel):
     question: str
     answer: str
+    concise_answer: str | None = Field(
+        None, description="The answer in a few words (a name, date, number, yes or no) when the writer gave one; "
+        "the offline writer does not.")
     sources: list[Source] = Field(default_factory=list)
     plan: ExecutedPlan
     subqueries: list[SubqueryReport] = Field(default_factory=list)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .plan import ExecutedPlan, Plan, SubQuery
-from .result import RunLedger, Source, Verification
+from .result import RunLedger, Source, Verification, WrittenAnswer
 from .search import SearchHits, SearchRequest
 
 
@@ -53,8 +53,9 @@ class PassageWriter(Protocol):
 
 
 class Writer(Protocol):
-    async def awrite(self, question: str, plan: ExecutedPlan, sources: list[Source], ledger: RunLedger) -> str:
-        """An answer citing `[n]` = sources[n-1]; never raises."""
+    async def awrite(self, question: str, plan: ExecutedPlan, sources: list[Source],
+                     ledger: RunLedger) -> WrittenAnswer:
+        """An answer citing `[n]` = sources[n-1], and in a few words where it can; never raises."""
         ...
 
     def lead_sentences(self, sources: list[Source]) -> str:

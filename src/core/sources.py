@@ -20,14 +20,28 @@ def passage_text(hit: NodeWithScore) -> str:
 
 
 def source_title(source: Source) -> str:
-    return str(source.metadata.get("title") or source.metadata.get("file_name") or source.node_id[:8])
+    """"Title > Section > Subsection" for a chunk of a structured document; the title alone when it has no section
+    (a HotpotQA paragraph, text before a document's first heading)."""
+    title = str(source.metadata.get("title") or source.metadata.get("file_name") or source.node_id[:8])
+    section = str(source.metadata.get("section") or "")
+    return f"{title} > {section}" if section else title
 
 
-def fence_sources(sources: list[Source]) -> str:
-    """Sources as tagged data blocks; tag-like text inside a source is neutralised so it cannot close a fence."""
+def shortened(text: str, max_chars: int | None) -> str:
+    """`text` cut to at most `max_chars` characters at a word boundary, marked with "…"."""
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    cut = text[: max_chars - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > max_chars // 2 else cut).rstrip() + "…"
+
+
+def fence_sources(sources: list[Source], *, max_chars: int | None = None) -> str:
+    """Sources as tagged data blocks, each at most `max_chars` long; tag-like text inside a source is
+    neutralised so it cannot close a fence."""
     blocks = []
     for n, source in enumerate(sources, start=1):
-        body = source.text.replace("<source", "‹source").replace("</source", "‹/source")
+        body = shortened(source.text, max_chars).replace("<source", "‹source").replace("</source", "‹/source")
         title = source_title(source).replace('"', "'")
         blocks.append(f'<source id="{n}" title="{title}">\n{body}\n</source>')
     return "\n".join(blocks)

@@ -1,5 +1,15 @@
 """The LLM client layer: every LLM agent talks to its model through one `LLMClient`."""
 
-from .client import LLMCallError, LLMClient, LLMReplyError, RetryPolicy, describe_error
+from .client import (
+    LLMCallError,
+    LLMClient,
+    LLMReplyError,
+    ReplySchema,
+    ResponseFormat,
+    RetryPolicy,
+    describe_error,
+    object_schema,
+)
 
-__all__ = ["LLMCallError", "LLMClient", "LLMReplyError", "RetryPolicy", "describe_error"]
+__all__ = ["LLMCallError", "LLMClient", "LLMReplyError", "ReplySchema", "ResponseFormat", "RetryPolicy",
+           "describe_error", "object_schema"]

@@ -19,7 +19,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import openai
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -53,11 +53,45 @@ class RetryPolicy:
     backoff_s: float = 0.5  # first pause; doubles each retry (with jitter), at most MAX_RETRY_WAIT_S
 
 
-def _json_mode_kwargs(llm: LLM) -> dict[str, Any]:
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+
+
+@dataclass(frozen=True)
+class ReplySchema:
+    """The JSON shape an agent expects, named, for servers that enforce it (OpenAI structured outputs,
+    vLLM, llama.cpp's grammar). Written strict-mode compatible: every object lists all its properties
+    as required and allows no others."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+def object_schema(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def texts_by_id_schema(ids: list[str], description: str) -> ReplySchema:
+    """`{"s1": str, "s2": str}`: one text per id, every id present."""
+    return ReplySchema("texts_by_id", object_schema({i: {"type": "string", "description": description} for i in ids}))
+
+
+def _request_kwargs(llm: LLM, response_format: ResponseFormat, schema: ReplySchema | None, json_reply: bool,
+                    max_tokens: int | None) -> dict[str, Any]:
     from llama_index.llms.openai import OpenAI
 
-    # OpenAI and every OpenAI-compatible server (vLLM, Ollama, llama.cpp, LiteLLM) accept this.
-    return {"response_format": {"type": "json_object"}} if isinstance(llm, OpenAI) else {}
+    # Only the OpenAI client (and OpenAILike, its subclass, for vLLM, Ollama, llama.cpp, LiteLLM) is known to
+    # take these per call; another LLM class gets its own defaults.
+    if not isinstance(llm, OpenAI):
+        return {}
+    kwargs: dict[str, Any] = {}
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
+    if json_reply and response_format == "json_schema" and schema is not None:
+        kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": schema.name, "schema": schema.schema, "strict": True}}
+    elif json_reply and response_format != "none":
+        kwargs["response_format"] = {"type": "json_object"}
+    return kwargs
 
 
 def _usage(raw: Any) -> tuple[int | None, int | None]:
@@ -122,17 +156,22 @@ class LLMClient:
     llm: LLM
     timeout_s: float = 60.0
     retry: RetryPolicy = RetryPolicy()
-    json_mode: bool = True  # ask for a JSON reply (response_format) where the agent expects one
+    # How a JSON reply is asked for: the agent's schema, enforced by the server; any JSON object; or only
+    # by the prompt. A small model needs the first (with worked examples in the prompt) to stay on track.
+    response_format: ResponseFormat = "json_schema"
 
-    async def chat(self, *, system: str, user: str, agent: str, ledger: RunLedger, json_reply: bool = False) -> str:
+    async def chat(self, *, system: str, user: str, agent: str, ledger: RunLedger, json_reply: bool = False,
+                   schema: ReplySchema | None = None, max_tokens: int | None = None) -> str:
         """Send one system+user exchange; returns the reply text.
 
-        Each attempt is bounded by `timeout_s` and recorded in `ledger`; transient failures are retried
-        by `retry`. Raises LLMCallError when no attempt succeeded.
+        `json_reply` asks for JSON (shaped by `schema` where the server enforces one); `max_tokens` caps the
+        reply, so a model that does not stop cannot eat the query's deadline. Each attempt is bounded by
+        `timeout_s` and recorded in `ledger`; transient failures are retried by `retry`. Raises LLMCallError
+        when no attempt succeeded.
         """
         messages = [ChatMessage(role=MessageRole.SYSTEM, content=system),
                     ChatMessage(role=MessageRole.USER, content=user)]
-        kwargs = _json_mode_kwargs(self.llm) if json_reply and self.json_mode else {}
+        kwargs = _request_kwargs(self.llm, self.response_format, schema, json_reply, max_tokens)
         attempts = 0
 
         async def attempt() -> str:
@@ -169,15 +208,19 @@ class LLMClient:
         except Exception as error:
             raise LLMCallError(agent, attempts, error, timeout_s=self.timeout_s) from error
 
-    async def ask_json(self, *, system: str, user: str, agent: str, ledger: RunLedger) -> dict[str, Any]:
+    async def ask_json(self, *, system: str, user: str, agent: str, ledger: RunLedger,
+                       schema: ReplySchema | None = None, max_tokens: int | None = None) -> dict[str, Any]:
         """The JSON object of the reply; raises LLMCallError, or ReplyParseError when the reply holds none."""
         return extract_json_object(await self.chat(system=system, user=user, agent=agent, ledger=ledger,
-                                                   json_reply=True))
+                                                   json_reply=True, schema=schema, max_tokens=max_tokens))
 
     async def ask_texts_by_id(self, *, system: str, user: str, agent: str, ledger: RunLedger,
-                              ids: list[str]) -> dict[str, str]:
-        """`{id: text}` for the ids the reply answers with a non-empty string; raises when it answers none."""
-        data = await self.ask_json(system=system, user=user, agent=agent, ledger=ledger)
+                              ids: list[str], description: str, max_tokens: int | None = None) -> dict[str, str]:
+        """`{id: text}` for the ids the reply answers with a non-empty string; raises when it answers none.
+
+        `description` says what each text is (it goes into the schema the server enforces)."""
+        data = await self.ask_json(system=system, user=user, agent=agent, ledger=ledger,
+                                   schema=texts_by_id_schema(ids, description), max_tokens=max_tokens)
         texts = {i: " ".join(str(data[i]).split())[:MAX_TEXT_CHARS] for i in ids
                  if isinstance(data.get(i), str) and data[i].strip()}
         if not texts:

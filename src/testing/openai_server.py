@@ -51,10 +51,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 AGENT_MARKERS = {  # dagrag's agents: the first words of each one's system prompt
-    "planner": "You plan searches",
-    "writer": "You answer questions from numbered sources",
+    "planner": "You turn a question into the searches",
+    "writer": "You answer a question from numbered sources",
     "verifier": "You check an answer against its sources",
-    "resolver": "You resolve references between search queries",
+    "resolver": "You fill in search queries",
     "hyde": "You write hypothetical passages",
     "subanswer": "You answer search queries from numbered sources",
     "aggregator": "You combine the answers to sub-questions",
@@ -120,8 +120,7 @@ def simulated_replies(question: str = "", subqueries: Sequence[str] = ()) -> dic
     questions = json.dumps({"items": [{"sub_question": text, "tool_name": "wikipedia"} for text in subqueries]})
 
     def writer(request: dict[str, Any]) -> str:
-        found = re.search(r"there are (\d+) sources", _content(request, "system"))
-        count = int(found.group(1)) if found else 1
+        count = max(1, len(re.findall(r'<source id="\d+"', _content(request, "user", last=True))))
         return " ".join(f"Source {n} gives one of the facts asked for [{n}]." for n in range(1, count + 1))
 
     def verifier(request: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 from workflows.events import Event, StartEvent
 
 from ..core.plan import Plan
-from ..core.result import Source, Verification
+from ..core.result import Source, Verification, WrittenAnswer
 from .run import QueryRun
 
 
@@ -75,7 +75,7 @@ class EvidenceGathered(Event):
 class AnswerDrafted(Event):
     run: QueryRun
     sources: list[Source]
-    answer: str
+    answer: WrittenAnswer
 
 
 class VerificationDone(Event):

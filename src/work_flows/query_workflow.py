@@ -6,7 +6,8 @@
     EvidenceGathered --write--> AnswerDrafted --verify--> StopEvent(result=QueryResult)
                                                       \\--> BacktrackQueued --backtrack--> EvidenceGathered (once)
 
-Streamed for progress: PlanReady, LayerStarted, SubqueryDone, LayerSearched, AnswerDrafted, VerificationDone.
+Streamed for progress (small summaries, progress.py): PlanChosen, LayerStarted, SubqueryDone, LayerDone,
+AnswerWritten, VerificationDone.
 Every layer's subqueries are searched as one batch and reranked as one batch; per-run state travels in
 the events (`QueryRun`), so one workflow instance serves many concurrent runs. The decisions (what to
 search, how much to keep, what to retry, what to report) are pure functions in policy.py, variants.py and
@@ -26,7 +27,7 @@ from ..agents.resolver import ReferenceResolverAgent
 from ..config import Settings
 from ..core.inputs import check_history, check_question
 from ..core.plan import SubQuery, parent_references
-from ..core.result import RunLedger, Verification
+from ..core.result import RunLedger, Verification, WrittenAnswer
 from ..core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
 from ..core.search import SearchHits
 from ..core.sources import passage_text
@@ -55,6 +56,7 @@ from .policy import (
     path_of,
     pool_size,
 )
+from .progress import AnswerWritten, LayerDone, PlanChosen
 from .report import build_result, record_search
 from .run import QueryRun, before_deadline
 from .variants import PooledCandidate, Variant, merge_scores, pool_candidates, subquery_searches, unscored
@@ -143,7 +145,7 @@ class QueryWorkflow(Workflow):
             run.record_partial("planning")
         run.add_time("plan_s", time.perf_counter() - started)
         ready = PlanReady(run=run)
-        ctx.write_event_to_stream(ready)
+        ctx.write_event_to_stream(PlanChosen.of(run))  # a summary: the run itself stays in-process
         return ready
 
     @step
@@ -159,7 +161,7 @@ class QueryWorkflow(Workflow):
         ids = ev.subquery_ids if isinstance(ev, RetryQueued) else ev.run.plan.layers[ev.layer_index]
         await self._search(ctx, ev.run, ev.run.subqueries(ids), ev.layer_index, retry=retry)
         searched = LayerSearched(run=ev.run, layer_index=ev.layer_index)
-        ctx.write_event_to_stream(searched)
+        ctx.write_event_to_stream(LayerDone.of(ev.run, ev.layer_index))
         return searched
 
     @step
@@ -181,17 +183,18 @@ class QueryWorkflow(Workflow):
                                                                         run.ledger))
         if answer is None:
             run.record_partial("writing")
-            answer = self.writer.lead_sentences(ev.sources)
+            answer = WrittenAnswer(text=self.writer.lead_sentences(ev.sources))
         run.add_time("write_s", time.perf_counter() - started)
         drafted = AnswerDrafted(run=run, sources=ev.sources, answer=answer)
-        ctx.write_event_to_stream(drafted)
+        ctx.write_event_to_stream(AnswerWritten.of(answer.text, ev.sources))
         return drafted
 
     @step
     async def verify(self, ctx: Context, ev: AnswerDrafted) -> StopEvent | BacktrackQueued:
         run = ev.run
         started = time.perf_counter()
-        verification = await before_deadline(run.deadline, self.verifier.averify(ev.answer, ev.sources, run.ledger))
+        verification = await before_deadline(run.deadline,
+                                             self.verifier.averify(ev.answer.text, ev.sources, run.ledger))
         if verification is None:
             run.record_partial("verification")
             verification = Verification(method="skipped: query deadline passed")

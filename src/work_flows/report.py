@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.plan import SubQuery
-from ..core.result import LLMUsage, QueryResult, Source, SubqueryReport, Verification
+from ..core.result import LLMUsage, QueryResult, Source, SubqueryReport, Verification, WrittenAnswer
 from ..core.search import SearchHits
 from .evidence import confidence
 from .policy import RetrievalPolicy, kept_per_subquery
@@ -46,7 +46,7 @@ def record_search(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
     return report
 
 
-def build_result(policy: RetrievalPolicy, run: QueryRun, answer: str, sources: list[Source],
+def build_result(policy: RetrievalPolicy, run: QueryRun, answer: WrittenAnswer, sources: list[Source],
                  verification: Verification) -> QueryResult:
     reports = [run.reports.get(sq.id) or SubqueryReport(
         id=sq.id, text=sq.text, layer=run.layer_of(sq.id), status="skipped",
@@ -56,7 +56,8 @@ def build_result(policy: RetrievalPolicy, run: QueryRun, answer: str, sources: l
     prompt = [c.prompt_tokens for c in calls if c.prompt_tokens is not None]
     completion = [c.completion_tokens for c in calls if c.completion_tokens is not None]
     return QueryResult(
-        question=run.question, answer=answer, sources=sources, plan=run.plan, subqueries=reports,
+        question=run.question, answer=answer.text, concise_answer=answer.concise, sources=sources, plan=run.plan,
+        subqueries=reports,
         retrieval_confidence=label, retrieval_confidence_features=features, verification=verification,
         timings=run.timings, degradations=run.ledger.degradations, path=run.path,  # type: ignore[arg-type]
         backtracked_subqueries=run.backtracked,

@@ -1,0 +1,231 @@
+"""The layer every request passes: request id, auth, body limit, start-event checks, one JSON log line, metrics.
+
+A plain ASGI middleware (no per-route decorators), so the WorkflowServer's routes get the same treatment as
+dagrag's own. The body is read here once, up to SERVE_MAX_BODY_BYTES, and replayed to the route.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..config import Settings
+from ..core.errors import InvalidQuestionError
+from ..core.inputs import check_history, check_question
+from .schemas import BadRequest, parse_json
+from .service import DagragService, RunSlotsBusy
+
+access_log = logging.getLogger("dagrag.server.access")
+
+WORKFLOW_NAME = "dagrag"  # the QueryWorkflow's name on the WorkflowServer
+OPEN_PATHS = frozenset({"/health"})  # liveness needs no key: load balancers and orchestrators probe it
+REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+WORKFLOW_RUN = re.compile(r"^/workflows/(?P<name>[^/]+)/(?P<kind>run|run-nowait)$")
+# Route templates for metrics and logs: a label per template, never per handler id.
+TEMPLATES = [
+    (re.compile(r"^/workflows/[^/]+/(run|run-nowait|schema|representation|events)$"),
+     lambda m: f"/workflows/{{name}}/{m.group(1)}"),
+    (re.compile(r"^/(events|handlers|results)/[^/]+$"), lambda m: f"/{m.group(1)}/{{handler_id}}"),
+    (re.compile(r"^/handlers/[^/]+/cancel$"), lambda m: "/handlers/{handler_id}/cancel"),
+]
+KNOWN_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/search", "/query", "/query/stream", "/workflows",
+                         "/handlers", "/"})
+
+
+def route_template(path: str) -> str:
+    if path in KNOWN_PATHS:
+        return path
+    for pattern, name in TEMPLATES:
+        match = pattern.match(path)
+        if match:
+            return name(match)
+    return "other"
+
+
+@dataclass
+class RequestInfo:
+    """What a request carries through the server (`scope["dagrag"]`); routes add their degradations."""
+
+    request_id: str
+    route: str
+    degradations: list[str] = field(default_factory=list)
+    partial: bool = False
+
+
+def request_info(scope: Scope) -> RequestInfo:
+    return scope["dagrag"]
+
+
+async def send_json(send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    payload = json.dumps(body).encode()
+    raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class ServerMiddleware:
+    def __init__(self, app: ASGIApp, service: DagragService) -> None:
+        self.app = app
+        self.service = service
+        settings: Settings = service.settings
+        self.api_key = settings.api_key.get_secret_value().encode() if settings.api_key else None
+        self.max_body = settings.serve_max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        given_id = headers.get("x-request-id", "")
+        info = RequestInfo(request_id=given_id if REQUEST_ID.match(given_id) else uuid.uuid4().hex,
+                           route=route_template(scope["path"]))
+        scope["dagrag"] = info
+        status = {"code": 500, "started": False}
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"], status["started"] = message["status"], True
+                message = {**message, "headers": [*message.get("headers", []),
+                                                   (b"x-request-id", info.request_id.encode())]}
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, send_with_id, headers)
+        except Exception:
+            access_log.exception("unhandled error (request id %s)", info.request_id)
+            if not status["started"]:
+                await send_json(send_with_id, 500, {"detail": f"internal error; request id {info.request_id}"})
+        finally:
+            self._account(scope, info, status["code"], time.perf_counter() - started)
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+        path: str = scope["path"]
+        if self.api_key is not None and path not in OPEN_PATHS and not self._authorized(headers):
+            wrong = "authorization" in headers
+            detail = "wrong API key" if wrong else "missing 'Authorization: Bearer <key>'"
+            await send_json(send, 401, {"detail": detail},
+                            {"www-authenticate": 'Bearer error="invalid_token"' if wrong else "Bearer"})
+            return
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body:
+            await self._too_large(send)
+            return
+        body = b""
+        if scope["method"] in ("POST", "PUT", "PATCH"):
+            chunks: list[bytes] = []
+            size = 0
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body:
+                    await self._too_large(send)
+                    return
+                chunks.append(chunk)
+                more = message.get("more_body", False)
+            body = b"".join(chunks)
+        replay = _replaying(body, receive)
+
+        run = WORKFLOW_RUN.match(path) if scope["method"] == "POST" else None
+        if run is None or run.group("name") != WORKFLOW_NAME:  # another name: the WorkflowServer's 404
+            await self.app(scope, replay, send)
+            return
+        try:
+            self._check_start_event(body)
+        except BadRequest as error:
+            await send_json(send, error.status, error.body())
+            return
+        slots = self.service.slots
+        if run.group("kind") == "run-nowait":
+            # The run outlives this request, so it cannot hold a slot; it is refused while all are busy.
+            if not slots.has_room():
+                slots.metrics.rejected.inc()
+                await self._busy(send, slots.retry_after_s())
+                return
+            await self.app(scope, replay, send)
+            return
+        try:
+            async with slots.hold():
+                await self.app(scope, replay, send)
+        except RunSlotsBusy as busy:
+            await self._busy(send, busy.retry_after_s)
+
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        # compare_digest's time does not depend on where the strings differ
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.api_key or b"")
+
+    def _check_start_event(self, body: bytes) -> None:
+        """A WorkflowServer run's question is checked here, so a bad one is a 4xx naming it, not a failed run."""
+        if not body.strip():
+            raise BadRequest(422, "start_event.query", "no question given; send {\"start_event\": {\"query\": ...}}")
+        data = parse_json(body)
+        if not isinstance(data, dict):
+            raise BadRequest(422, "body", f"expected a JSON object, got {type(data).__name__}")
+        where = "start_event" if "start_event" in data else "kwargs"
+        fields = data.get(where, {})
+        if isinstance(fields, str):
+            try:
+                fields = json.loads(fields)
+            except json.JSONDecodeError:
+                raise BadRequest(400, where, "a string that is not JSON") from None
+        if isinstance(fields, dict) and isinstance(fields.get("value"), dict) and (
+                "type" in fields or "qualified_name" in fields):
+            fields = fields["value"]  # an event envelope: {"type": ..., "value": {...}}
+        if not isinstance(fields, dict):
+            raise BadRequest(422, where, f"expected a JSON object, got {type(fields).__name__}")
+        limit = self.service.settings.max_question_chars
+        try:
+            check_question(fields.get("query"), limit)
+        except InvalidQuestionError as error:
+            raise BadRequest(422, f"{where}.query", str(error)) from None
+        try:
+            check_history(fields.get("history"), limit)
+        except InvalidQuestionError as error:
+            raise BadRequest(422, f"{where}.history", str(error)) from None
+
+    async def _too_large(self, send: Send) -> None:
+        await send_json(send, 413, {"detail": f"body: larger than {self.max_body} bytes (SERVE_MAX_BODY_BYTES)",
+                                    "field": "body"})
+
+    @staticmethod
+    async def _busy(send: Send, retry_after_s: int) -> None:
+        await send_json(send, 429, {"detail": f"busy: every run slot is taken; retry after {retry_after_s} s"},
+                        {"retry-after": str(retry_after_s)})
+
+    def _account(self, scope: Scope, info: RequestInfo, status: int, seconds: float) -> None:
+        metrics = self.service.metrics
+        metrics.requests.labels(info.route, scope["method"], str(status)).inc()
+        metrics.latency.labels(info.route).observe(seconds)
+        # One line per request: no keys, no question or document text (the route template, not the path).
+        access_log.info(json.dumps({
+            "ts": round(time.time(), 3), "request_id": info.request_id, "method": scope["method"],
+            "route": info.route, "status": status, "duration_ms": round(seconds * 1000, 1),
+            "degradations": info.degradations, "partial": info.partial}))
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the buffered body to the route once, then waits for the client to go."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -1,0 +1,58 @@
+"""Starting the server: the bind check (no key, no network), JSON logs, uvicorn."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+
+from ..config import Settings
+from ..core.errors import DagragError
+
+
+class ServerConfigError(DagragError, ValueError):
+    """The server would start unsafely (a non-loopback address without DAGRAG_API_KEY)."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to anything
+
+
+def check_bind(host: str, settings: Settings) -> None:
+    """Refuse to serve beyond this machine without a key: every route would be open to the network."""
+    if settings.api_key is None and not is_loopback(host):
+        raise ServerConfigError(
+            f"refusing to listen on {host} without an API key: set DAGRAG_API_KEY (clients then send "
+            "'Authorization: Bearer <key>'), or bind 127.0.0.1")
+
+
+def configure_logging() -> None:
+    """One JSON line per request on stderr (the access log); uvicorn's own access log is off."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    access = logging.getLogger("dagrag.server.access")
+    access.handlers[:] = [handler]
+    access.setLevel(logging.INFO)
+    access.propagate = False
+    logging.getLogger("dagrag.server").setLevel(logging.INFO)
+
+
+def serve(settings: Settings, host: str | None = None, port: int | None = None) -> None:
+    """Build the stack (models, Qdrant) and serve until interrupted."""
+    import uvicorn
+
+    from .app import create_app
+    from .service import DagragService
+
+    host = host or settings.serve_host
+    port = settings.serve_port if port is None else port
+    check_bind(host, settings)  # before loading anything: a refusal should be instant
+    configure_logging()
+    service = DagragService.from_settings(settings)
+    uvicorn.run(create_app(service), host=host, port=port, access_log=False, log_level="info",
+                timeout_graceful_shutdown=10)

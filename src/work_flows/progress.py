@@ -1,0 +1,91 @@
+"""The progress events a QueryWorkflow writes to its stream: small, JSON-serialisable summaries.
+
+The events that drive the workflow (events.py) carry the whole `QueryRun` (deadlines on the process's
+perf_counter clock, every candidate node); a client watching a run (`handler.stream_events()`, the
+WorkflowServer's `/events/{handler_id}`, `dagrag serve`'s SSE) gets these summaries instead. Streamed
+in order: PlanChosen, then per layer LayerStarted, SubqueryDone…, LayerDone (again for critic retries),
+then AnswerWritten and VerificationDone (again after a backtrack). The full record is the QueryResult.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+from workflows.events import Event
+
+from ..core.result import Source
+from ..core.sources import source_title
+from .run import QueryRun
+
+
+class PlannedSubquery(BaseModel):
+    id: str
+    text: str
+    parents: list[str] = Field(default_factory=list)
+
+
+class PlanChosen(Event):
+    """The plan the run executes, and how it was obtained."""
+
+    question: str
+    query: str = Field(description="The standalone question the plan answers (history folded in).")
+    origin: str = Field(description="llm, repaired, offline, fallback or given.")
+    path: str = Field(description="dag, or single (one subquery).")
+    subqueries: list[PlannedSubquery] = Field(default_factory=list)
+    layers: list[list[str]] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, run: QueryRun) -> PlanChosen:
+        plan = run.plan
+        return cls(question=run.question, query=plan.query, origin=plan.origin.value, path=run.path,
+                   subqueries=[PlannedSubquery(id=sq.id, text=sq.text, parents=list(sq.parents))
+                               for sq in plan.subqueries],
+                   layers=[list(layer) for layer in plan.layers])
+
+
+class SubqueryOutcome(BaseModel):
+    id: str
+    status: str
+    best_score: float | None = None
+    best_title: str | None = None
+    searched_as: str | None = None
+    attempts: int = 0
+
+
+class LayerDone(Event):
+    """A layer (or a critic retry of some of its subqueries) was searched and reranked."""
+
+    layer_index: int
+    subqueries: list[SubqueryOutcome] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, run: QueryRun, layer_index: int) -> LayerDone:
+        outcomes = []
+        for sq_id in run.plan.layers[layer_index]:
+            report = run.reports.get(sq_id)
+            if report is None:
+                continue
+            best = run.ranked.get(sq_id) or []
+            outcomes.append(SubqueryOutcome(
+                id=sq_id, status=report.status, best_score=report.best_score, searched_as=report.searched_as,
+                best_title=str(best[0].node.metadata.get("title", "")) if best else None, attempts=report.attempts))
+        return cls(layer_index=layer_index, subqueries=outcomes)
+
+
+class CitedSource(BaseModel):
+    number: int = Field(description="`[number]` in the answer.")
+    title: str
+    subquery_id: str
+    score: float
+
+
+class AnswerWritten(Event):
+    """The writer's answer (before verification) and the sources its `[n]` cite, by title."""
+
+    answer: str
+    sources: list[CitedSource] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, answer: str, sources: list[Source]) -> AnswerWritten:
+        return cls(answer=answer, sources=[
+            CitedSource(number=n, title=source_title(source), subquery_id=source.subquery_id, score=source.score)
+            for n, source in enumerate(sources, start=1)])

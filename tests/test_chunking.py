@@ -1,0 +1,331 @@
+"""Structure-aware ingestion: chunks follow headings, paragraphs, list items, table rows and code blocks,
+carry title / section / position / neighbours, and keep them through Qdrant. Real parsers, real models."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from llama_index.core.schema import MetadataMode, NodeRelationship
+from pypdf import PdfWriter
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+from dagrag import IngestError, Settings
+from dagrag.agents.searcher import SearcherAgent
+from dagrag.chunking import HARD_CAP_FACTOR, chunk_html, chunk_markdown, chunk_pdf, chunk_plain_text, count_tokens
+from dagrag.chunking.plain_text import plain_text_blocks
+from dagrag.core.result import Source
+from dagrag.core.search import SearchRequest
+from dagrag.core.sources import source_title
+from dagrag.ingest import ingest_nodes, read_nodes
+from dagrag.store import open_qdrant, open_vector_store
+
+GUIDE = """\
+# Service Guide
+
+An intro before any section.
+
+## Configuration
+
+Settings are read from the environment.
+
+### Critical: Keeping Settings in Sync
+
+Both processes must read the same `.env` file.
+
+## Usage
+
+Run `service start`.
+"""
+
+
+def rows_table(count: int) -> str:
+    lines = ["| setting | default | meaning |", "|---|---|---|"]
+    lines += [f"| SETTING_{i} | {i} | what setting number {i} controls in the service |" for i in range(count)]
+    return "\n".join(lines)
+
+
+# --- Markdown ----------------------------------------------------------------------------------------
+
+def test_headings_become_section_paths_below_the_title():
+    document = chunk_markdown(GUIDE, chunk_tokens=256)
+    assert document.title == "Service Guide"
+    assert [(c.section, c.text) for c in document.chunks] == [
+        ((), "An intro before any section."),
+        (("Configuration",), "Settings are read from the environment."),
+        (("Configuration", "Critical: Keeping Settings in Sync"), "Both processes must read the same `.env` file."),
+        (("Usage",), "Run `service start`."),
+    ]
+    assert [c.line for c in document.chunks] == [3, 7, 11, 15]
+
+
+def test_small_pieces_of_one_section_merge_but_never_across_a_heading():
+    text = "# T\n\n## A\n\none.\n\ntwo.\n\n- three\n- four\n\n## B\n\nfive.\n"
+    chunks = chunk_markdown(text, chunk_tokens=256).chunks
+    assert [c.text for c in chunks] == ["one.\n\ntwo.\n\n- three\n- four", "five."]
+
+
+def test_setext_headings_count_and_a_hash_line_in_a_tilde_fence_does_not():
+    text = "Title\n=====\n\nIntro.\n\nSetup\n-----\n\n~~~bash\n# install it\npip install x\n~~~\n\nDone.\n"
+    document = chunk_markdown(text, chunk_tokens=256)
+    assert document.title == "Title"
+    assert [c.section for c in document.chunks] == [(), ("Setup",)]
+    assert "# install it" in document.chunks[1].text and "Done." in document.chunks[1].text
+
+
+def test_without_an_h1_the_front_matter_title_is_taken_and_headings_are_sections():
+    document = chunk_markdown("---\ntitle: 'Notes'\ntags: [a]\n---\n## Part\n\nBody.\n", chunk_tokens=256)
+    assert document.title == "Notes"
+    assert [(c.section, c.text) for c in document.chunks] == [(("Part",), "Body.")]
+
+
+def test_a_long_table_is_split_on_rows_and_every_piece_repeats_the_header():
+    table = rows_table(40)
+    budget = 96
+    chunks = chunk_markdown(f"# T\n\n## Settings\n\nThe settings:\n\n{table}\n", chunk_tokens=budget).chunks
+    header, delimiter, *rows = table.split("\n")
+    pieces = [c for c in chunks if "SETTING_" in c.text]
+    assert len(pieces) > 3
+    for piece in pieces:
+        lines = piece.text.split("\n")
+        at = lines.index(header)
+        assert lines[at + 1] == delimiter
+        assert all(line in rows for line in lines[at + 2:])   # nothing but whole rows under the header
+        assert count_tokens(piece.text) <= budget
+    found = [line for piece in pieces for line in piece.text.split("\n") if line.startswith("| SETTING_")]
+    assert found == rows   # every row once, whole, in order
+
+
+def test_a_table_that_fits_a_chunk_is_not_split_after_a_long_paragraph():
+    paragraph = "This paragraph takes most of the budget on its own, word after word. " * 4
+    chunks = chunk_markdown(f"{paragraph}\n\n{rows_table(3)}\n", chunk_tokens=96).chunks
+    assert [c.text.count("| SETTING_") for c in chunks] == [0, 3]
+
+
+def test_a_code_block_over_the_budget_stays_whole():
+    code = "\n".join(f"    value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 13))
+    text = f"# T\n\nBefore.\n\n```python\ndef build():\n{code}\n```\n\nAfter.\n"
+    budget = 64
+    chunks = chunk_markdown(text, chunk_tokens=budget).chunks
+    assert budget < count_tokens(code) < budget * HARD_CAP_FACTOR
+    holding = [c for c in chunks if "value_1 =" in c.text]
+    assert len(holding) == 1 and "value_12 =" in holding[0].text and holding[0].text.startswith("```python")
+    assert [c.text for c in chunks] == ["Before.", holding[0].text, "After."]
+
+
+def test_a_code_block_over_the_hard_cap_is_cut_between_lines_and_each_piece_is_fenced():
+    lines = [f"result_{i} = transform(result_{i - 1}, step={i})  # line {i}" for i in range(1, 200)]
+    budget = 64
+    assert count_tokens("\n".join(lines)) > budget * HARD_CAP_FACTOR
+    chunks = chunk_markdown("```python\n" + "\n".join(lines) + "\n```\n", chunk_tokens=budget).chunks
+    assert len(chunks) > 1
+    body: list[str] = []
+    for chunk in chunks:
+        piece = chunk.text.split("\n")
+        assert piece[0] == "```python" and piece[-1] == "```"
+        assert count_tokens(chunk.text) <= budget
+        body += piece[1:-1]
+    assert body == lines   # cut on line boundaries only: every line whole, once, in order
+
+
+def test_list_items_stay_whole():
+    items = [f"- Item {i}: " + " ".join(f"word{i}x{j}" for j in range(12)) for i in range(12)]
+    chunks = chunk_markdown("# T\n\n" + "\n".join(items) + "\n", chunk_tokens=64).chunks
+    assert len(chunks) > 2
+    for item in items:
+        assert sum(item in chunk.text for chunk in chunks) == 1
+
+
+def test_a_paragraph_over_the_budget_is_cut_between_sentences():
+    sentences = [f"Sentence number {i} tells one fact about the subject." for i in range(40)]
+    chunks = chunk_markdown(" ".join(sentences), chunk_tokens=64).chunks
+    assert len(chunks) > 3 and all(count_tokens(c.text) <= 64 for c in chunks)
+    assert all(sum(s in c.text for c in chunks) == 1 for s in sentences)
+
+
+# --- plain text, HTML, PDF -----------------------------------------------------------------------------
+
+def test_plain_text_is_paragraphs_with_only_underlined_headings():
+    text = (
+        "Field Notes\n===========\n\nFirst paragraph,\nwrapped.\n\nSecond paragraph.\n\n"
+        "Methods\n-------\nWe counted birds.\n\n"
+        "Name    Value\n-----   -----\nalpha   1\n\n"          # a text table: its rule has spaces
+        "A long line that is not a heading at all\n---\n\n"   # a short rule under a long line
+        "RESULTS IN CAPITALS\n\nThe end.\n"
+    )
+    title, blocks = plain_text_blocks(text)
+    assert title == "Field Notes"
+    assert [(b.section, b.text, b.line) for b in blocks] == [
+        ((), "First paragraph,\nwrapped.", 4),
+        ((), "Second paragraph.", 7),
+        (("Methods",), "We counted birds.", 11),
+        (("Methods",), "Name    Value\n-----   -----\nalpha   1", 13),
+        (("Methods",), "A long line that is not a heading at all\n---", 17),
+        (("Methods",), "RESULTS IN CAPITALS", 20),
+        (("Methods",), "The end.", 22),
+    ]
+    assert chunk_plain_text(text, chunk_tokens=256).chunks[0].text == \
+        "First paragraph,\nwrapped.\n\nSecond paragraph."
+
+
+def test_plain_text_without_a_heading_first_has_no_title_and_rest_style_levels():
+    text = "Intro text.\n\nPart One\n========\n\nA.\n\nDetail\n------\n\nB.\n\nPart Two\n========\n\nC.\n"
+    document = chunk_plain_text(text, chunk_tokens=256)
+    assert document.title is None
+    assert [c.section for c in document.chunks] == [(), ("Part One",), ("Part One", "Detail"), ("Part Two",)]
+
+
+def test_html_is_chunked_as_markdown_with_headings_tables_and_code():
+    page = b"""<html><head><title>Page Title</title><script>var hidden = 1;</script></head><body>
+    <h1>Service_Guide</h1><p>Intro with <b>bold</b> text.</p>
+    <h2>Settings</h2><table><tr><th>name</th><th>default</th></tr>
+    <tr><td>PORT</td><td>8080</td></tr><tr><td>HOST</td><td>0.0.0.0</td></tr></table>
+    <h3>Example</h3><pre><code>port = 8080
+# a comment
+</code></pre></body></html>"""
+    document = chunk_html(page, chunk_tokens=256)
+    assert document.title == "Service_Guide"
+    by_section = {c.section: c.text for c in document.chunks}
+    assert by_section[()] == "Intro with **bold** text."
+    assert by_section[("Settings",)].split("\n")[:2] == ["| name | default |", "| --- | --- |"]
+    assert "| PORT | 8080 |" in by_section[("Settings",)]
+    assert "# a comment" in by_section[("Settings", "Example")]
+    assert not any("hidden" in c.text for c in document.chunks)
+    assert chunk_html(b"<title>Only a title</title><p>Text.</p>", chunk_tokens=256).title == "Only a title"
+
+
+def make_pdf(pages: list[list[str]], outline: list[tuple[str, int, str | None]], title: str | None = None) -> bytes:
+    """A real PDF with a text layer (Helvetica, one line per string) and an outline of (title, page, parent)."""
+    writer = PdfWriter()
+    font = writer._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica")}))
+    for lines in pages:
+        page = writer.add_blank_page(612, 792)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+        stream = DecodedStreamObject()
+        stream.set_data("\n".join(["BT /F1 11 Tf 72 740 Td 16 TL", *(f"({line}) Tj T*" for line in lines), "ET"])
+                        .encode("latin-1"))
+        page[NameObject("/Contents")] = writer._add_object(stream)
+    items: dict[str, object] = {}
+    for name, page_index, parent in outline:
+        items[name] = writer.add_outline_item(title=name, page_number=page_index, parent=items.get(parent))
+    if title:
+        writer.add_metadata({"/Title": title})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_pdf_text_is_chunked_under_its_outline_with_pages():
+    data = make_pdf(
+        [["Introduction", "The study measured rainfall in Lisbon."],
+         ["2 Results", "Rainfall was 700 mm in 2020.", "Methods detail", "We used rain gauges."]],
+        [("Introduction", 0, None), ("Results", 1, None), ("Methods detail", 1, "Results")], title="Rain Study")
+    document = chunk_pdf(data, chunk_tokens=256)
+    assert document.title == "Rain Study"
+    assert [(c.section, c.text, c.page) for c in document.chunks] == [
+        (("Introduction",), "The study measured rainfall in Lisbon.", 1),
+        (("Results",), "Rainfall was 700 mm in 2020.", 2),
+        (("Results", "Methods detail"), "We used rain gauges.", 2),
+    ]
+
+
+# --- ingest: nodes, metadata, neighbours, Qdrant -------------------------------------------------------
+
+@pytest.fixture
+def docs(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "guide.md").write_text(GUIDE, encoding="utf-8")
+    (folder / "release_notes.md").write_text("## 1.0\n\nFirst release.\n", encoding="utf-8")
+    (folder / "notes.txt").write_text("Plain paragraph one.\n\nPlain paragraph two.\n", encoding="utf-8")
+    return folder
+
+
+def test_nodes_carry_title_section_source_position_and_hide_where_they_sit_from_models(docs):
+    nodes = [n for n in read_nodes(docs) if n.metadata["source"] == "guide.md"]
+    assert [n.metadata["position"] for n in nodes] == [0, 1, 2, 3]
+    second = nodes[2]
+    assert second.metadata == {"title": "Service Guide",
+                               "section": "Configuration > Critical: Keeping Settings in Sync",
+                               "source": "guide.md", "line": 11, "position": 2}
+    for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+        shown = second.get_content(metadata_mode=mode)
+        assert shown.startswith("title: Service Guide\nsection: Configuration > Critical: Keeping Settings in Sync\n")
+        assert "guide.md" not in shown and "position" not in shown and "line:" not in shown
+        assert "section:" not in nodes[0].get_content(metadata_mode=mode)   # no section, no empty line for it
+    titles = {n.metadata["source"]: n.metadata["title"] for n in read_nodes(docs)}
+    assert titles == {"guide.md": "Service Guide", "release_notes.md": "release notes", "notes.txt": "notes"}
+
+
+async def test_neighbours_link_up_and_survive_qdrant_and_reingesting_adds_nothing(docs, tmp_path, embed_model):
+    nodes = [n for n in read_nodes(docs) if n.metadata["source"] == "guide.md"]
+    ids = [n.node_id for n in nodes]
+    settings = Settings(qdrant_path=tmp_path / "q", collection="docs")
+    first = ingest_nodes(settings, read_nodes(docs), embed_model)
+    assert first.added == len(read_nodes(docs)) == 6
+    again = ingest_nodes(settings, read_nodes(docs), embed_model)
+    assert (again.added, again.already_present) == (0, 6)
+
+    client = open_qdrant(settings)[0]
+    stored = {str(p.id): json.loads(p.payload["_node_content"]) for p in client.retrieve("docs", ids=ids)}
+    for position, node_id in enumerate(ids):
+        links = stored[node_id]["relationships"]
+        previous, following = ids[position - 1] if position else None, ids[position + 1] if position < 3 else None
+        assert links.get(NodeRelationship.PREVIOUS.value, {}).get("node_id") == previous
+        assert links.get(NodeRelationship.NEXT.value, {}).get("node_id") == following
+
+    # What the searcher hands on (parsed back from Qdrant's payload) still knows its neighbours and section.
+    searcher = SearcherAgent(open_vector_store(settings), embed_model, hybrid=True)
+    [hits] = await searcher.asearch_layer([SearchRequest(text="same .env file for both processes", top_k=3)])
+    best = hits.candidates[0].node
+    assert best.node_id == ids[2] and best.metadata["section"] == "Configuration > Critical: Keeping Settings in Sync"
+    assert (best.prev_node.node_id, best.next_node.node_id) == (ids[1], ids[3])
+
+
+async def test_a_section_hint_now_matches_document_sections(docs, tmp_path, embed_model):
+    settings = Settings(qdrant_path=tmp_path / "q", collection="hint")
+    ingest_nodes(settings, read_nodes(docs), embed_model)
+    store = open_vector_store(settings)
+    request = SearchRequest(text="how to run the service", top_k=6)
+    hinted = SearchRequest(text=request.text, top_k=6, sections=("Critical: Keeping Settings in Sync",))
+    plain = SearcherAgent(store, embed_model, section_boost_weight=0.2, hybrid=True)
+    [without], [with_hint] = await plain.asearch_layer([request]), await plain.asearch_layer([hinted])
+    score = {h.node.metadata.get("section"): h.score for h in without.candidates}
+    lifted = {h.node.metadata.get("section"): h.score for h in with_hint.candidates}
+    target = "Configuration > Critical: Keeping Settings in Sync"
+    assert lifted[target] == pytest.approx(score[target] + 0.2)
+    assert lifted["Usage"] == pytest.approx(score["Usage"])
+
+
+def test_source_titles_show_the_section_and_plain_titles_stay_as_they_were():
+    def source(metadata: dict[str, object]) -> Source:
+        return Source(node_id="abcdef1234", text="t", metadata=metadata, score=1.0, subquery_id="s1",
+                      rank_in_subquery=1)
+
+    assert source_title(source({"title": "Service Guide", "section": "Configuration > Critical"})) == \
+        "Service Guide > Configuration > Critical"
+    assert source_title(source({"title": "Service Guide", "section": ""})) == "Service Guide"
+    assert source_title(source({"title": "Ed Wood"})) == "Ed Wood"   # HotpotQA: no section
+
+
+def test_identical_paragraphs_under_two_headings_are_two_chunks(tmp_path):
+    path = tmp_path / "faq.md"
+    path.write_text("# FAQ\n\n## Linux\n\nSee the manual.\n\n## Windows\n\nSee the manual.\n", encoding="utf-8")
+    nodes = read_nodes(path)
+    assert [n.metadata["section"] for n in nodes] == ["Linux", "Windows"] and len({n.node_id for n in nodes}) == 2
+
+
+def test_bad_files_are_refused_naming_file_and_line(tmp_path):
+    text = tmp_path / "broken.md"
+    text.write_bytes(b"# Fine\n\nfine\n\xff\xfe bad bytes\n")
+    with pytest.raises(IngestError, match=re.escape(f"{text}:4: not UTF-8 text (byte 0xff)")):
+        read_nodes(text)
+    pdf = tmp_path / "broken.pdf"
+    pdf.write_bytes(b"%PDF-1.4 this is no PDF")
+    with pytest.raises(IngestError, match=re.escape(f"{pdf}: not a readable PDF")):
+        read_nodes(pdf)
