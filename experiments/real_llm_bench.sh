@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."  # the repository root
 export DAGRAG_LLM=openai-like:qwen2.5-coder-1.5b-instruct DAGRAG_LLM_BASE_URL=http://127.0.0.1:8080/v1
 export DAGRAG_LLM_TIMEOUT_S=300 DAGRAG_LLM_CONTEXT_WINDOW=4096
+# A query on a shared 2-core machine can take minutes: a deadline that cuts it short would score the
+# machine's load, not the system.
+export DAGRAG_QUERY_TIMEOUT_S=1200
 .venv/bin/python experiments/eval.py --data ../shared/data/hotpotqa_dev.jsonl --seed 1 --per-type 20 \
   --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-hotpot40
 .venv/bin/python experiments/eval.py --data ../shared/data/musique_train_sample.jsonl --seed 1 --limit 20 \
