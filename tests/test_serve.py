@@ -1,0 +1,412 @@
+"""`dagrag serve` end to end: a real uvicorn server on 127.0.0.1 (random port), real HTTP, the sample collection.
+
+The server runs in a thread of this process: the embedded Qdrant folder admits one process, and the test
+fixtures already hold it. Quick tests cover every route, auth, bad bodies and limits; the load and fault
+runs are `slow`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from llama_agents.client import WorkflowClient
+
+from dagrag import Settings
+from dagrag.server import DagragService, ServerConfigError, check_bind
+from dagrag.server.middleware import access_log
+from dagrag.testing.live_server import LiveServer
+
+from .conftest import sample_records
+
+KEY = "test-key-0123456789"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"
+KISS_AND_TELL = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+PROGRESS_ORDER = ["PlanChosen", "LayerStarted", "SubqueryDone", "SubqueryDone", "LayerDone", "AnswerWritten",
+                  "VerificationDone"]
+HANG_GUARD_S = 120.0
+
+
+@pytest.fixture(scope="module")
+def make_server(sample_store_path: Path, embed_model, reranker) -> Callable[..., Any]:
+    """A context manager: a live server over the sample collection; keyword arguments are Settings overrides."""
+
+    @contextmanager
+    def start(**overrides: Any) -> Iterator[LiveServer]:
+        values = {"qdrant_path": sample_store_path, "collection": "sample", "api_key": KEY, **overrides}
+        service = DagragService.from_settings(Settings(**values), embed_model=embed_model, reranker=reranker)
+        with LiveServer(service) as server:
+            yield server
+
+    return start
+
+
+@pytest.fixture(scope="module")
+def live(make_server) -> Iterator[LiveServer]:
+    with make_server(serve_max_runs=16) as server:
+        yield server
+
+
+@pytest.fixture
+def client(live: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=live.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
+        yield http
+
+
+def sse_events(response: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
+    """(event name, data) of a text/event-stream response, in order."""
+    events, name, data = [], None, []
+    for line in response.iter_lines():
+        if line.startswith("event:"):
+            name = line.split(":", 1)[1].strip()
+        elif line.startswith("data:"):
+            data.append(line.split(":", 1)[1].strip())
+        elif not line and data:
+            events.append((name or "message", json.loads("\n".join(data))))
+            name, data = None, []
+    return events
+
+
+# --- auth and health -----------------------------------------------------------------------------------
+
+def test_health_needs_no_key_and_everything_else_does(live: LiveServer):
+    with httpx.Client(base_url=live.url, timeout=30) as anonymous:
+        assert anonymous.get("/health").json() == {"status": "ok"}
+        for method, path in [("GET", "/health/ready"), ("GET", "/metrics"), ("POST", "/search"), ("POST", "/query"),
+                             ("POST", "/query/stream"), ("POST", "/workflows/dagrag/run"), ("GET", "/handlers")]:
+            missing = anonymous.request(method, path, json={"question": DERRICKSON})
+            assert missing.status_code == 401, path
+            assert missing.headers["www-authenticate"].startswith("Bearer")
+            wrong = anonymous.request(method, path, json={}, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401 and "invalid_token" in wrong.headers["www-authenticate"], path
+            assert KEY not in wrong.text
+        assert anonymous.get("/health/ready", headers={"Authorization": f"Basic {KEY}"}).status_code == 401
+        assert anonymous.get("/health/ready", headers=AUTH).status_code == 200
+
+
+def test_ready_names_the_collection(client: httpx.Client):
+    response = client.get("/health/ready")
+    assert response.status_code == 200 and response.json() == {"status": "ready", "collection": "sample"}
+
+
+def test_refuses_to_listen_beyond_loopback_without_a_key():
+    with pytest.raises(ServerConfigError, match="DAGRAG_API_KEY"):
+        check_bind("0.0.0.0", Settings())
+    check_bind("0.0.0.0", Settings(api_key="k"))
+    for host in ("127.0.0.1", "localhost", "::1"):
+        check_bind(host, Settings())
+
+
+# --- the routes ------------------------------------------------------------------------------------------
+
+def test_query_returns_the_query_result(client: httpx.Client):
+    response = client.post("/query", json={"question": DERRICKSON}, headers={"X-Request-ID": "my-request-1"})
+    assert response.status_code == 200, response.text
+    assert response.headers["x-request-id"] == "my-request-1"
+    result = response.json()
+    assert result["question"] == DERRICKSON and result["answer"]
+    assert {s["metadata"]["title"] for s in result["sources"]} >= {"Scott Derrickson", "Ed Wood"}
+    assert [sq["id"] for sq in result["plan"]["subqueries"]] == ["s1", "s2"]
+
+
+def test_query_takes_history(client: httpx.Client):
+    history = [{"role": "user", "content": "Who starred as Corliss Archer in Kiss and Tell?"},
+               {"role": "assistant", "content": "Shirley Temple starred as Corliss Archer."}]
+    result = client.post("/query", json={"question": "What government position did she hold?",
+                                         "history": history}).json()
+    assert "Shirley Temple" in result["plan"]["query"]
+
+
+def test_query_stream_sends_progress_in_order_then_the_result(client: httpx.Client):
+    with client.stream("POST", "/query/stream", json={"question": DERRICKSON}) as response:
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(response)
+    names = [name for name, _ in events]
+    assert names == [*PROGRESS_ORDER, "result"]
+    plan = events[0][1]
+    assert plan["question"] == DERRICKSON and [sq["id"] for sq in plan["subqueries"]] == ["s1", "s2"]
+    assert all(len(json.dumps(data)) < 20_000 for _, data in events[:-1])  # summaries, not the run's state
+    assert events[-1][1]["answer"] and events[-1][1]["question"] == DERRICKSON
+
+
+def test_search_returns_each_querys_evidence_open_webui_style(client: httpx.Client):
+    body = {"queries": [DERRICKSON, KISS_AND_TELL], "collection_names": ["sample"], "k": 3}
+    response = client.post("/search", json=body)
+    assert response.status_code == 200, response.text
+    found = response.json()
+    assert set(found) == {"documents", "metadatas", "distances"}
+    assert [len(docs) for docs in found["documents"]] == [3, 3]
+    assert all(0 <= d <= 1 for row in found["distances"] for d in row)
+    first = found["metadatas"][0]
+    assert {m["title"] for m in first} >= {"Scott Derrickson", "Ed Wood"}
+    assert [(m["subquery_id"], m["rank_in_subquery"]) for m in first[:2]] == [("s1", 1), ("s2", 1)]
+    assert "Scott Derrickson" in first[0]["subquery"]
+    assert found["documents"][0][0].startswith("Scott Derrickson")
+    assert {m["title"] for m in found["metadatas"][1]} >= {"Kiss and Tell (1945 film)", "Shirley Temple"}
+
+
+def test_search_rewrites_messages_into_a_standalone_question(client: httpx.Client):
+    messages = [{"role": "user", "content": "Who starred as Corliss Archer in Kiss and Tell?"},
+                {"role": "assistant", "content": "Shirley Temple starred as Corliss Archer."},
+                {"role": "user", "content": "What government position did she hold?"}]
+    found = client.post("/search", json={"messages": messages, "collection_names": ["sample"]}).json()
+    assert len(found["documents"]) == 1
+    assert "Shirley Temple" in {m["title"] for m in found["metadatas"][0]}
+
+
+def test_search_of_an_unknown_collection_is_404_naming_it(client: httpx.Client):
+    response = client.post("/search", json={"queries": ["x y z"], "collection_names": ["sample", "nowhere_9"]})
+    assert response.status_code == 404 and "nowhere_9" in response.json()["detail"]
+
+
+def test_workflow_server_runs_the_workflow_and_streams_its_events(client: httpx.Client):
+    started = client.post("/workflows/dagrag/run-nowait", json={"start_event": {"query": DERRICKSON}})
+    assert started.status_code == 200, started.text
+    handler_id = started.json()["handler_id"]
+    with client.stream("GET", f"/events/{handler_id}", params={"sse": "true", "after_sequence": -1}) as stream:
+        envelopes = [data for _, data in sse_events(stream)]
+    names = [e["type"] for e in envelopes]
+    assert [n for n in names if n in PROGRESS_ORDER] == PROGRESS_ORDER
+    assert names[-1] == "StopEvent" and names.index("VerificationDone") < names.index("StopEvent")
+    assert envelopes[-1]["value"]["result"]["question"] == DERRICKSON
+    handler = client.get(f"/handlers/{handler_id}").json()
+    assert handler["status"] == "completed" and handler["result"]["value"]["result"]["answer"]
+
+    waited = client.post("/workflows/dagrag/run", json={"start_event": {"query": KISS_AND_TELL}})
+    assert waited.status_code == 200, waited.text
+    result = waited.json()["result"]["value"]["result"]
+    assert {s["metadata"]["title"] for s in result["sources"]} >= {"Shirley Temple"}
+
+
+async def test_llamaindex_workflow_client_works_against_it(live: LiveServer):
+    async with httpx.AsyncClient(base_url=live.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
+        workflows = WorkflowClient(httpx_client=http)
+        handler = await workflows.run_workflow_nowait("dagrag", start_event={"query": DERRICKSON})
+        names = [event.type async for event in workflows.get_workflow_events(handler.handler_id)]
+        assert [n for n in names if n in PROGRESS_ORDER] == PROGRESS_ORDER
+        done = await workflows.get_handler(handler.handler_id)
+        assert done.status == "completed"
+
+
+# --- bad input: always a 4xx that names the problem ---------------------------------------------------------
+
+BAD_BODIES: list[tuple[str, Any, int, str]] = [
+    ("/query", b"{not json", 400, "malformed JSON"),
+    ("/query", b"", 400, "empty"),
+    ("/query", b"\xff\xfe", 400, "body"),
+    ("/query", [1, 2], 422, "expected a JSON object"),
+    ("/query", {}, 422, "question"),
+    ("/query", {"question": 42}, 422, "question"),
+    ("/query", {"question": ""}, 422, "question: the question is empty"),
+    ("/query", {"question": "   "}, 422, "empty"),
+    ("/query", {"question": "x" * 2001}, 422, "limit is 2000"),
+    ("/query", {"question": "who\u0000 is"}, 422, "control characters"),
+    ("/query", {"question": "ok?", "history": "not a list"}, 422, "history"),
+    ("/query", {"question": "ok?", "history": [{"role": "user"}]}, 422, "history.0"),
+    ("/query", {"question": "ok?", "surprise": 1}, 422, "surprise"),
+    ("/query/stream", {"question": None}, 422, "question"),
+    ("/search", {"queries": ["q"]}, 422, "collection_names"),
+    ("/search", {"collection_names": ["sample"]}, 422, "queries"),
+    ("/search", {"queries": [], "collection_names": ["sample"]}, 422, "queries"),
+    ("/search", {"queries": ["q"] * 11, "collection_names": ["sample"]}, 422, "queries"),
+    ("/search", {"queries": ["x" * 2001], "collection_names": ["sample"]}, 422, "queries"),
+    ("/search", {"queries": [7], "collection_names": ["sample"]}, 422, "queries.0"),
+    ("/search", {"queries": ["q"], "collection_names": []}, 422, "collection_names"),
+    ("/search", {"queries": ["q"], "collection_names": ["../etc"]}, 422, "collection_names"),
+    ("/search", {"queries": ["q"], "collection_names": ["a"] * 21}, 422, "collection_names"),
+    ("/search", {"queries": ["q"], "collection_names": ["sample"], "k": 0}, 422, "k"),
+    ("/search", {"queries": ["q"], "collection_names": ["sample"], "k": 101}, 422, "k"),
+    ("/search", {"queries": ["q"], "collection_names": ["sample"], "k": "5"}, 422, "k"),
+    ("/search", {"queries": ["q\u0001"], "collection_names": ["sample"]}, 422, "queries.0"),
+    ("/search", {"messages": [{"role": "assistant", "content": "hi"}], "collection_names": ["sample"]}, 422,
+     "messages"),
+    ("/search", {"messages": "hi", "collection_names": ["sample"]}, 422, "messages"),
+    ("/workflows/dagrag/run", {"start_event": {"query": ""}}, 422, "start_event.query"),
+    ("/workflows/dagrag/run", {"start_event": {}}, 422, "no question"),
+    ("/workflows/dagrag/run-nowait", {"start_event": {"query": "x" * 2001}}, 422, "limit is 2000"),
+    ("/workflows/dagrag/run", {"start_event": {"query": "ok?", "history": 3}}, 422, "start_event.history"),
+    ("/workflows/dagrag/run", {"kwargs": {"query": 5}}, 422, "kwargs.query"),
+    ("/workflows/dagrag/run", {"start_event": "[1"}, 400, "start_event"),
+    ("/workflows/dagrag/run", b"{", 400, "malformed JSON"),
+    ("/workflows/dagrag/run", [], 422, "expected a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "status", "message"), BAD_BODIES,
+                         ids=[f"{p}:{i}" for i, (p, *_rest) in enumerate(BAD_BODIES)])
+def test_bad_bodies_get_a_4xx_naming_the_problem(client: httpx.Client, path: str, body: Any, status: int,
+                                                  message: str):
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    response = client.post(path, content=raw, headers={"Content-Type": "application/json"})
+    assert response.status_code == status, response.text
+    assert message in response.json()["detail"]
+
+
+def test_oversized_bodies_are_refused_before_they_are_read(client: httpx.Client, live: LiveServer):
+    limit = live.service.settings.serve_max_body_bytes
+    big = json.dumps({"question": "x" * (limit + 10)}).encode()
+    response = client.post("/query", content=big, headers={"Content-Type": "application/json"})
+    assert response.status_code == 413 and "body" in response.json()["detail"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted while it arrives
+        yield b'{"question": "'
+        for _ in range(limit // 65536 + 2):
+            yield b"x" * 65536
+
+    response = client.post("/query", content=chunks(), headers={"Content-Type": "application/json"})
+    assert response.status_code == 413
+
+
+def test_unknown_routes_and_methods_are_4xx(client: httpx.Client):
+    assert client.get("/query").status_code in (404, 405)  # the WorkflowServer's UI mount answers unknown GETs
+    assert client.post("/workflows/nothing/run", json={"start_event": {"query": "q"}}).status_code == 404
+    assert client.get("/handlers/no-such-handler").status_code == 404
+
+
+# --- limits -----------------------------------------------------------------------------------------------
+
+def test_over_the_run_limit_is_429_with_retry_after(make_server):
+    with make_server(serve_max_runs=1, serve_queue_wait_s=0) as server, \
+            httpx.Client(base_url=server.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
+        with http.stream("POST", "/query/stream", json={"question": KISS_AND_TELL}) as first:
+            assert first.status_code == 200  # holds the only slot until its stream ends
+            for path, body in [("/query", {"question": DERRICKSON}), ("/query/stream", {"question": DERRICKSON}),
+                               ("/search", {"queries": [DERRICKSON], "collection_names": ["sample"]}),
+                               ("/workflows/dagrag/run", {"start_event": {"query": DERRICKSON}}),
+                               ("/workflows/dagrag/run-nowait", {"start_event": {"query": DERRICKSON}})]:
+                refused = http.post(path, json=body)
+                assert refused.status_code == 429, path
+                assert int(refused.headers["retry-after"]) >= 1 and "busy" in refused.json()["detail"]
+            assert sse_events(first)[-1][0] == "result"
+        assert http.post("/query", json={"question": DERRICKSON}).status_code == 200  # the slot is free again
+        metrics = http.get("/metrics").text
+        assert "dagrag_runs_rejected_total 5.0" in metrics
+
+
+def test_a_client_leaving_a_stream_frees_its_slot(make_server):
+    with make_server(serve_max_runs=1, serve_queue_wait_s=20) as server, \
+            httpx.Client(base_url=server.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
+        with http.stream("POST", "/query/stream", json={"question": KISS_AND_TELL}) as first:
+            assert next(first.iter_lines()).startswith("event: PlanChosen")
+        # the connection closed mid-run: the run is cancelled and the only slot comes back
+        assert http.post("/query", json={"question": DERRICKSON}).status_code == 200
+        assert "dagrag_runs_in_flight 0.0" in http.get("/metrics").text
+
+
+def test_the_query_deadline_gives_a_partial_result_not_a_hung_request(make_server):
+    with make_server(query_timeout_s=0.001) as server, \
+            httpx.Client(base_url=server.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
+        response = http.post("/query", json={"question": KISS_AND_TELL})
+        assert response.status_code == 200
+        assert response.json()["partial"] is True and "deadline" in response.json()["partial_reason"]
+
+
+# --- logs and metrics -------------------------------------------------------------------------------------
+
+def test_one_json_log_line_per_request_without_keys_or_text(client: httpx.Client, caplog: pytest.LogCaptureFixture):
+    with caplog.at_level("INFO", logger=access_log.name):
+        client.post("/query", json={"question": DERRICKSON}, headers={"X-Request-ID": "trace-42"})
+        client.post("/query", json={"question": ""})
+        generated = client.get("/health").headers["x-request-id"]
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == access_log.name]
+    assert [(line["route"], line["status"]) for line in lines] == [("/query", 200), ("/query", 422),
+                                                                  ("/health", 200)]
+    assert lines[0]["request_id"] == "trace-42" and lines[2]["request_id"] == generated
+    assert all({"duration_ms", "degradations", "method"} <= set(line) for line in lines)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert KEY not in text and "Derrickson" not in text and "American" not in text
+
+
+def test_metrics_count_requests_stages_and_runs(client: httpx.Client):
+    client.post("/query", json={"question": DERRICKSON})
+    metrics = client.get("/metrics")
+    assert metrics.status_code == 200 and metrics.headers["content-type"].startswith("text/plain")
+    text = metrics.text
+    assert 'dagrag_requests_total{method="POST",route="/query",status="200"}' in text
+    assert 'dagrag_request_seconds_bucket{le="0.5",route="/query"}' in text
+    assert 'dagrag_query_stage_seconds_count{stage="plan"}' in text
+    assert "dagrag_runs_in_flight 0.0" in text
+
+
+# --- load and faults (slow) ------------------------------------------------------------------------------------
+
+LOAD_QUESTIONS = [" ".join(r["question"].split()) for r in sample_records()[:10]]
+
+
+async def search_all(url: str, questions: list[str], concurrency: int) -> list[httpx.Response]:
+    limit = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(base_url=url, headers=AUTH, timeout=HANG_GUARD_S,
+                                 limits=httpx.Limits(max_connections=concurrency)) as http:
+        async def one(question: str) -> httpx.Response:
+            async with limit:
+                return await http.post("/search", json={"queries": [question], "collection_names": ["sample"]})
+
+        return await asyncio.wait_for(asyncio.gather(*(one(q) for q in questions)), timeout=HANG_GUARD_S)
+
+
+def evidence(response: httpx.Response) -> list[str]:
+    return [m["node_id"] for m in response.json()["metadatas"][0]]
+
+
+@pytest.mark.slow
+async def test_200_searches_at_concurrency_16_all_succeed_without_cross_talk(live: LiveServer):
+    alone = {q: evidence(r) for q, r in zip(LOAD_QUESTIONS, await search_all(live.url, LOAD_QUESTIONS, 1))}
+    questions = LOAD_QUESTIONS * 20
+    started = time.perf_counter()
+    responses = await search_all(live.url, questions, 16)
+    seconds = time.perf_counter() - started
+    assert Counter(r.status_code for r in responses) == {200: 200}
+    for question, response in zip(questions, responses):
+        assert evidence(response) == alone[question], question  # its own evidence, not a neighbour's
+    assert seconds < HANG_GUARD_S
+
+
+@pytest.mark.slow
+async def test_qdrant_failing_mid_load_degrades_then_recovers(live: LiveServer):
+    client = live.service.agents.searcher.vector_store.client
+    questions = LOAD_QUESTIONS[:8]
+
+    def outage(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("connection refused (simulated Qdrant outage)")
+
+    async def query_all(http: httpx.AsyncClient) -> list[httpx.Response]:
+        return list(await asyncio.gather(*(http.post("/query", json={"question": q}) for q in questions)))
+
+    async with httpx.AsyncClient(base_url=live.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
+        before = asyncio.ensure_future(search_all(live.url, questions * 2, 8))
+        await asyncio.sleep(0.3)  # the load is under way when Qdrant goes
+        client.query_batch_points = outage
+        client.collection_exists = outage
+        try:
+            during_load = await before
+            ready = await http.get("/health/ready")
+            assert ready.status_code == 503 and "does not answer" in ready.json()["reason"]
+            searched = await search_all(live.url, questions, 4)
+            queried = await query_all(http)
+        finally:
+            del client.query_batch_points, client.collection_exists
+        # No 5xx but the clear 503 of a failed search; the server never fell over.
+        assert {r.status_code for r in during_load} <= {200, 503}
+        assert {r.status_code for r in searched} == {503}
+        assert all("search failed" in r.json()["detail"] for r in searched)
+        assert {r.status_code for r in queried} == {200}  # an answer that says what failed
+        for response in queried:
+            result = response.json()
+            assert {sq["status"] for sq in result["subqueries"]} == {"failed"}
+            assert result["retrieval_confidence"] == "low"
+        assert (await http.get("/health")).status_code == 200
+
+        assert (await http.get("/health/ready")).status_code == 200  # Qdrant is back: so is the server
+        recovered = await search_all(live.url, questions, 4)
+        assert {r.status_code for r in recovered} == {200} and all(evidence(r) for r in recovered)
+        metrics = (await http.get("/metrics")).text
+        assert 'dagrag_degradations_total{agent="searcher"}' in metrics
