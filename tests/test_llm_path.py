@@ -112,3 +112,18 @@ async def test_citations_of_sources_that_do_not_exist_are_flagged(server, llm_wo
     assert first.unknown_citations == [9] and not first.supported and "do not exist" in first.reason
     assert second.supported and second.supporting_source == 1
     assert [d.agent for d in result.degradations] == ["verifier"]
+
+
+async def test_a_judge_reply_cut_short_keeps_its_verdicts_and_the_rest_are_judged_offline(server, llm_workflow):
+    server.script("planner", json.dumps(GOOD_PLAN))
+    # max_tokens reached inside the second verdict: the first is used, the second sentence is judged offline.
+    server.script("verifier", '{"sentences": [{"index": 1, "supported": true, "source": 1, "reason": "said"},'
+                              ' {"index": 2, "supported": tr')
+    result = await llm_workflow().run(query=QUESTION)
+    first, second = result.verification.sentences
+    assert first.method == "llm" and first.supported and first.reason == "said"
+    assert second.method == "lexical+cross-encoder" and second.supported and second.supporting_source == 1
+    assert result.verification.method == "llm"
+    assert [(d.agent, d.fallback) for d in result.degradations] == [
+        ("verifier", "lexical/cross-encoder verifier for those")]
+    assert "sentence(s) [2]" in result.degradations[0].reason

@@ -11,7 +11,7 @@ from typing import Any
 
 from llama_index.core import PromptTemplate
 
-from ..core.replies import ReplyParseError
+from ..core.replies import ReplyParseError, extract_json_objects
 from ..core.result import RunLedger, SentenceCheck, Source, Verification
 from ..core.roles import Reranker
 from ..core.sources import fence_sources, source_title
@@ -46,7 +46,7 @@ VERDICTS_SCHEMA = ReplySchema("verdicts", object_schema({"sentences": {"type": "
     "source": {"type": ["integer", "null"], "description": "The cited source that supports it, or null."},
     "reason": {"type": "string", "description": "Why, in at most ten words."},
 })}}))
-VERIFIER_MAX_TOKENS_PER_SENTENCE = 90  # a verdict with a ten-word reason takes ~45
+VERIFIER_MAX_TOKENS_PER_SENTENCE = 120  # a verdict takes ~50 pretty-printed; small models' reasons run long
 
 
 def _cited(sentence: str, source_count: int) -> tuple[list[int], list[int], list[int]]:
@@ -137,17 +137,26 @@ class VerifierAgent:
 
     async def _judge(self, client: LLMClient, sentences: list[str], sources: list[Source],
                      ledger: RunLedger) -> Verification:
-        reply = await client.ask_json(
-            system=VERIFIER_SYSTEM.format(), agent="verifier", ledger=ledger, schema=VERDICTS_SCHEMA,
+        reply = await client.chat(
+            system=VERIFIER_SYSTEM.format(), agent="verifier", ledger=ledger, json_reply=True, schema=VERDICTS_SCHEMA,
             max_tokens=VERIFIER_MAX_TOKENS_PER_SENTENCE * len(sentences) + 20,
             user=VERIFIER_USER.format(
                 sentences="\n".join(f"{i}. {s}" for i, s in enumerate(sentences, start=1)),
                 sources=fence_sources(sources, max_chars=self.passage_chars)))
         verdicts = _parse_verdicts(reply, len(sentences))
+        missed = [i for i in range(1, len(sentences) + 1) if i not in verdicts]
+        if missed:  # a reply cut short: the sentences it did not reach are judged offline
+            ledger.degrade("verifier", f"the judge's reply stopped before sentence(s) {missed}",
+                           "lexical/cross-encoder verifier for those")
+            offline = await self._offline([sentences[i - 1] for i in missed], sources, ledger)
+            settled = dict(zip(missed, offline.sentences))
         checks = []
         for i, sentence in enumerate(sentences, start=1):
+            if i in missed:
+                checks.append(settled[i])
+                continue
             numbers, valid, unknown = _cited(sentence, len(sources))
-            verdict = verdicts.get(i, {})
+            verdict = verdicts[i]
             source = verdict.get("source")
             supported = bool(verdict.get("supported")) and source in valid
             reason = verdict.get("reason") if isinstance(verdict.get("reason"), str) else None
@@ -162,10 +171,13 @@ class VerifierAgent:
         return _summary(checks, "llm")
 
 
-def _parse_verdicts(data: dict[str, Any], sentence_count: int) -> dict[int, dict[str, Any]]:
-    items = data.get("sentences")
-    if not isinstance(items, list):
-        raise ReplyParseError("the verifier reply has no 'sentences' list")
+def _parse_verdicts(reply: str, sentence_count: int) -> dict[int, dict[str, Any]]:
+    """The verdicts by sentence number. A reply cut short (max_tokens) keeps the verdicts it finished."""
+    objects = extract_json_objects(reply)
+    whole = next((o for o in objects if isinstance(o.get("sentences"), list)), None)
+    items = whole["sentences"] if whole is not None else [o for o in objects if "index" in o and "supported" in o]
+    if not objects:
+        raise ReplyParseError("the verifier reply holds no JSON object")
     verdicts: dict[int, dict[str, Any]] = {}
     for item in items:
         if isinstance(item, dict) and isinstance(item.get("index"), int) and 1 <= item["index"] <= sentence_count:

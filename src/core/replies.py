@@ -39,6 +39,24 @@ def extract_json_object(text: str) -> dict[str, Any]:
     raise ReplyParseError("the reply holds no JSON object")
 
 
+def extract_json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object that decodes from one of the first MAX_OBJECT_STARTS `{` in `text`, nested ones
+    included: what can be saved from a reply cut short inside its outer object. [] when there is none."""
+    if not isinstance(text, str) or len(text) > MAX_REPLY_CHARS:
+        return []
+    decoder = json.JSONDecoder()
+    found = []
+    starts = (i for i, ch in enumerate(text) if ch == "{")
+    for _, start in zip(range(MAX_OBJECT_STARTS), starts):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
 _ANSWER_LINE = re.compile(r"^\s*\**\s*(?:final\s+|short\s+)?answer\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*$", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[\d+\]")
 NO_ANSWER_WORDS = {"unknown", "none", "n/a", "not stated", "not given", "cannot be determined"}
