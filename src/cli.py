@@ -1,4 +1,5 @@
-"""`dagrag ingest PATH`, `dagrag query "question" [--json]` and `dagrag serve [--host] [--port]`."""
+"""`dagrag ingest PATH`, `dagrag query "question" [--json | --mermaid]`, `dagrag serve [--host] [--port]` and
+`dagrag draw [--out FILE] [--mermaid]`."""
 
 from __future__ import annotations
 
@@ -125,9 +126,11 @@ def render(result: QueryResult) -> None:
 
 def cmd_query(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    result = asyncio.run(_run_query(settings, args.question, show_progress=not args.json))
+    result = asyncio.run(_run_query(settings, args.question, show_progress=not (args.json or args.mermaid)))
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    elif args.mermaid:
+        print(result.mermaid())
     else:
         render(result)
     return 0
@@ -137,6 +140,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
     serve(_settings(args), host=args.host, port=args.port)
+    return 0
+
+
+def cmd_draw(args: argparse.Namespace) -> int:
+    from .work_flows.drawing import draw_workflow_html, workflow_mermaid
+
+    if args.mermaid:
+        print(workflow_mermaid())
+        return 0
+    path = draw_workflow_html(Path(args.out))
+    console.print(f"the workflow's steps and events: {path}")
     return 0
 
 
@@ -150,7 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.set_defaults(func=cmd_ingest)
     query = commands.add_parser("query", help="answer a question")
     query.add_argument("question")
-    query.add_argument("--json", action="store_true", help="print the QueryResult as JSON")
+    printed = query.add_mutually_exclusive_group()
+    printed.add_argument("--json", action="store_true", help="print the QueryResult as JSON")
+    printed.add_argument("--mermaid", action="store_true", help="print the executed plan as a Mermaid flowchart")
     query.add_argument("--collection", help="collection name")
     query.add_argument("--no-dag", action="store_true", help="the single-query baseline path")
     query.set_defaults(func=cmd_query)
@@ -160,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default: DAGRAG_SERVE_PORT or 8000)")
     serve.add_argument("--collection", help="collection name")
     serve.set_defaults(func=cmd_serve)
+    draw = commands.add_parser("draw", help="draw the workflow's steps and events (HTML, or Mermaid for docs)")
+    draw.add_argument("--out", default="dagrag_workflow.html", help="the HTML file to write (default: %(default)s)")
+    draw.add_argument("--mermaid", action="store_true", help="print the workflow as a Mermaid flowchart instead")
+    draw.set_defaults(func=cmd_draw)
     return parser
 
 

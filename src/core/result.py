@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .diagram import DagNode, plan_mermaid
 from .plan import ExecutedPlan
 
 Confidence = Literal["high", "mid", "low"]
@@ -119,3 +120,23 @@ class QueryResult(BaseModel):
         default_factory=list, description="Subqueries searched again because the answer's sentences on them failed.")
     partial: bool = Field(False, description="The query deadline passed: this is what was found by then.")
     partial_reason: str | None = None
+
+    def best_source_of(self, subquery_id: str) -> Source | None:
+        """The subquery's best kept document among the sources (its rank 1, else its best-ranked one)."""
+        own = [s for s in self.sources if s.subquery_id == subquery_id or subquery_id in s.subquery_ids]
+        return min(own, key=lambda s: (s.subquery_id != subquery_id, s.rank_in_subquery), default=None)
+
+    def mermaid(self) -> str:
+        """The executed plan as a Mermaid flowchart: each subquery with its status, best title and score, parent
+        edges, one band per layer (`dagrag query --mermaid`; Open WebUI and GitHub render it)."""
+        reports = {report.id: report for report in self.subqueries}
+        nodes = []
+        for sq in self.plan.subqueries:
+            report = reports.get(sq.id)
+            best = self.best_source_of(sq.id)
+            nodes.append(DagNode(
+                id=sq.id, text=sq.text, parents=list(sq.parents), status=report.status if report else "not_run",
+                best_title=str(best.metadata.get("title") or "") or None if best else None,
+                best_score=report.best_score if report else None,
+                searched_as=report.searched_as if report else None))
+        return plan_mermaid(nodes, self.plan.layers)

@@ -4,11 +4,13 @@ The real `openai` client (and so llama-index's OpenAI and OpenAILike LLMs) talks
 building, response parsing, JSON mode, retries and usage accounting all run for real. Each request is put down
 to an agent (`agent_of`): dagrag's agents by the first words of their system prompt (`AGENT_MARKERS`), an
 LLM-judge reranker, LlamaIndex SubQuestionQueryEngine's question generator, else "unknown". Replies are
-scripted per agent (`ScriptedOpenAIServer.script`): a string, a function of the request body, `(status, text)`
-for an error reply, or a `Fault` (a reply that comes too late, 429 with Retry-After, a 5xx, an empty or
+scripted per agent (`ScriptedOpenAIServer.script`): a string, a `ToolCall` (a function-calling model's reply that
+calls a tool, for LlamaIndex agents), a function of the request body returning either, `(status, text)` for an
+error reply, or a `Fault` (a reply that comes too late, 429 with Retry-After, a 5xx, an empty or
 truncated body, a body that is not JSON, a connection closed half-way through the body). The agent "*" answers
 for any agent without a script of its own; an agent without either gets HTTP 500. `simulated_replies` gives
-every agent a plausible default reply. Every request is recorded; `GET /stats` returns the calls and prompt
+every agent a plausible default reply. A request with `"stream": true` gets the same reply as server-sent chunks,
+as OpenAI streams. Every request is recorded; `GET /stats` returns the calls and prompt
 characters per agent, `POST /reset` forgets the requests (the scripts stay).
 
 In a thread of the caller's process:
@@ -90,7 +92,16 @@ def server_error(status: int = 500) -> Fault:
 EMPTY_BODY, TRUNCATED_JSON, NOT_JSON, CLOSED_MID_BODY = (
     Fault("empty"), Fault("truncated"), Fault("not_json"), Fault("close_mid_body"))
 
-Reply = str | Callable[[dict[str, Any]], str] | tuple[int, str] | Fault
+@dataclass(frozen=True)
+class ToolCall:
+    """A reply that calls a tool: the assistant message carries OpenAI `tool_calls` instead of text."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+Content = str | ToolCall
+Reply = str | ToolCall | Callable[[dict[str, Any]], Content] | tuple[int, str] | Fault
 
 
 def _content(request: dict[str, Any], role: str, *, last: bool = False) -> str:
@@ -215,15 +226,37 @@ class ScriptedOpenAIServer:
                 return (500, "no scripted reply")
             return queue.popleft() if len(queue) > 1 else queue[0]
 
-    def _completion(self, request: dict[str, Any], content: str) -> dict[str, Any]:
+    def _completion(self, request: dict[str, Any], content: Content) -> dict[str, Any]:
         prompt_tokens = sum(_tokens(str(m.get("content", ""))) for m in request.get("messages", []))
+        message, finish_reason, completion_tokens = self._message(content)
         return {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion",
             "created": int(time.time()), "model": request.get("model", "scripted"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": _tokens(content),
-                      "total_tokens": prompt_tokens + _tokens(content)},
+            "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
         }
+
+    def _message(self, content: Content) -> tuple[dict[str, Any], str, int]:
+        """The assistant message, its finish reason and its completion tokens."""
+        if isinstance(content, ToolCall):
+            arguments = json.dumps(content.arguments)
+            call = {"id": f"call_{len(self.requests)}", "type": "function",
+                    "function": {"name": content.name, "arguments": arguments}}
+            return {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls", _tokens(arguments)
+        return {"role": "assistant", "content": content}, "stop", _tokens(content)
+
+    def _stream_chunks(self, request: dict[str, Any], content: Content) -> bytes:
+        """The reply as OpenAI streams it: a chunk with the whole delta, one with the finish reason, then [DONE]."""
+        message, finish_reason, _ = self._message(content)
+        delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
+        if "tool_calls" in message:
+            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+        base = {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": request.get("model", "scripted")}
+        chunks = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+                  {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish_reason}]}]
+        return "".join([*(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks), "data: [DONE]\n\n"]).encode()
 
 
 def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -256,7 +289,11 @@ def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     status, text = reply
                     self._send(status, {"error": {"message": text, "type": "server_error"}})
                 else:
-                    self._send(200, server._completion(body, reply(body) if callable(reply) else reply))
+                    content = reply(body) if callable(reply) else reply
+                    if body.get("stream"):
+                        self._send_raw(200, server._stream_chunks(body, content), content_type="text/event-stream")
+                    else:
+                        self._send(200, server._completion(body, content))
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up first (its timeout): that is the point of "slow"
 

@@ -56,6 +56,7 @@ from .policy import (
     path_of,
     pool_size,
 )
+from .llamaindex import DagragQueryEngine, as_query_engine, as_tool
 from .progress import AnswerWritten, LayerDone, PlanChosen
 from .report import build_result, record_search
 from .run import QueryRun, before_deadline
@@ -64,6 +65,7 @@ from .variants import PooledCandidate, Variant, merge_scores, pool_candidates, s
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM
+    from llama_index.core.tools import FunctionTool
     from llama_index.vector_stores.qdrant import QdrantVectorStore
 
     from ..agents.reranker import PairScorer, RerankerAgent
@@ -125,6 +127,14 @@ class QueryWorkflow(Workflow):
         agents = build_agents(settings, llm=llm, embed_model=embed_model, reranker=reranker,
                               vector_store=vector_store)
         return cls(**vars(agents), settings=settings, **workflow_kwargs)
+
+    def as_query_engine(self, **engine_fields: Any) -> DagragQueryEngine:
+        """This workflow as a LlamaIndex query engine: a Response with source_nodes in citation order."""
+        return as_query_engine(self, **engine_fields)
+
+    def as_tool(self, name: str = "dagrag", description: str | None = None) -> FunctionTool:
+        """This workflow as a LlamaIndex agent tool: the cited answer and its numbered sources, as text."""
+        return as_tool(self, name=name, description=description)
 
     # --- the pipeline ----------------------------------------------------------------------------
 
