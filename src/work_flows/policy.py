@@ -34,6 +34,8 @@ class RetrievalPolicy:
     bridge_max_entities: int
     bridge_rerank_top: int
     bridge_title_boost: float
+    bridge_when_needed: bool
+    bridge_explain_min_score: float
     verify_backtrack: bool
 
     @classmethod
@@ -45,7 +47,8 @@ class RetrievalPolicy:
             coverage_min_ratio=settings.coverage_min_ratio, high_confidence_score=settings.high_confidence_score,
             attribution_top_n=settings.attribution_top_n, context_budget=settings.context_budget,
             bridge_max_entities=settings.bridge_max_entities, bridge_rerank_top=settings.bridge_rerank_top,
-            bridge_title_boost=settings.bridge_title_boost, verify_backtrack=settings.verify_backtrack)
+            bridge_title_boost=settings.bridge_title_boost, bridge_when_needed=settings.bridge_when_needed,
+            bridge_explain_min_score=settings.bridge_explain_min_score, verify_backtrack=settings.verify_backtrack)
 
 
 def path_of(policy: RetrievalPolicy, plan: ExecutedPlan) -> Path:
@@ -72,9 +75,14 @@ def pool_size(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, attempt: int
     """Candidates a subquery's searches each return, and its pool keeps for the reranker, on its `attempt`-th try.
 
     A hop's pool is the few best bridge candidates (BRIDGE_RERANK_TOP); any other subquery keeps its
-    hint's top_k, else SUBQUERY_TOPK_BASE. A retry widens either by SUBQUERY_TOPK_STEP.
+    hint's top_k, else SUBQUERY_TOPK_BASE, and never fewer than the passages it may hand the writer (on the
+    single path, the whole budget: a one-subquery plan whose hint asks for fewer still fills the budget, as
+    the single-query baseline does). A retry widens either by SUBQUERY_TOPK_STEP.
     """
-    base = policy.bridge_rerank_top if is_hop(run, sq) else (sq.hints.top_k or policy.topk_base)
+    if is_hop(run, sq):
+        base = policy.bridge_rerank_top
+    else:
+        base = max(sq.hints.top_k or policy.topk_base, kept_per_subquery(policy, run.path))
     return base + widening(policy, attempt)
 
 
@@ -85,9 +93,9 @@ def parents_kept(run: QueryRun, sq: SubQuery) -> frozenset[str]:
 
 
 def needs_retry(policy: RetrievalPolicy, run: QueryRun, sq_id: str) -> bool:
-    """Failed, uncovered or weak (best score under CRITIC_MIN_SCORE), with retries left."""
+    """Failed, uncovered or weak (best score under CRITIC_MIN_SCORE), with retries left; never one not searched."""
     report = run.reports.get(sq_id)
-    if report is None or run.attempts.get(sq_id, 0) > policy.max_retries:
+    if report is None or report.status == "skipped" or run.attempts.get(sq_id, 0) > policy.max_retries:
         return False
     return report.status in ("failed", "uncovered") or (report.best_score or 0.0) < policy.critic_min_score
 

@@ -46,6 +46,8 @@ from .events import (
     VerificationDone,
 )
 from .evidence import select_sources
+from .hop_rule import passages_handed_over, skip_reason
+from .llamaindex import DagragQueryEngine, as_query_engine, as_tool
 from .policy import (
     RetrievalPolicy,
     backtrack_targets,
@@ -56,9 +58,8 @@ from .policy import (
     path_of,
     pool_size,
 )
-from .llamaindex import DagragQueryEngine, as_query_engine, as_tool
 from .progress import AnswerWritten, LayerDone, PlanChosen
-from .report import build_result, record_search
+from .report import build_result, record_search, record_skipped_hop
 from .run import QueryRun, before_deadline
 from .variants import PooledCandidate, Variant, merge_scores, pool_candidates, subquery_searches, unscored
 
@@ -159,16 +160,20 @@ class QueryWorkflow(Workflow):
         return ready
 
     @step
-    async def schedule(self, ev: PlanReady | LayerAccepted) -> LayerQueued | EvidenceGathered:
+    async def schedule(self, ctx: Context, ev: PlanReady | LayerAccepted) -> LayerQueued | EvidenceGathered:
+        """Queue the next layer that has something to search (a layer of skipped hops is passed over)."""
         next_layer = ev.layer_index + 1 if isinstance(ev, LayerAccepted) else 0
-        if ev.run.plan.requires_retrieval and next_layer < len(ev.run.plan.layers):
-            return LayerQueued(run=ev.run, layer_index=next_layer)
+        while ev.run.plan.requires_retrieval and next_layer < len(ev.run.plan.layers):
+            if self._to_search(ctx, ev.run, next_layer):
+                return LayerQueued(run=ev.run, layer_index=next_layer)
+            next_layer += 1
         return self._evidence(ev.run)
 
     @step
     async def search_layer(self, ctx: Context, ev: LayerQueued | RetryQueued) -> LayerSearched:
         retry = isinstance(ev, RetryQueued)
-        ids = ev.subquery_ids if isinstance(ev, RetryQueued) else ev.run.plan.layers[ev.layer_index]
+        ids = ev.subquery_ids if isinstance(ev, RetryQueued) else [
+            sq_id for sq_id in ev.run.plan.layers[ev.layer_index] if sq_id not in ev.run.skipped_hops]
         await self._search(ctx, ev.run, ev.run.subqueries(ids), ev.layer_index, retry=retry)
         searched = LayerSearched(run=ev.run, layer_index=ev.layer_index)
         ctx.write_event_to_stream(LayerDone.of(ev.run, ev.layer_index))
@@ -226,8 +231,21 @@ class QueryWorkflow(Workflow):
 
     # --- what the steps share ----------------------------------------------------------------------
 
+    def _to_search(self, ctx: Context, run: QueryRun, layer_index: int) -> list[str]:
+        """The layer's subqueries to search; the bridge hops s1 already answers are recorded as skipped instead."""
+        to_search = []
+        for sq in run.subqueries(run.plan.layers[layer_index]):
+            reason = skip_reason(self.policy, run, sq)
+            if reason is None:
+                to_search.append(sq.id)
+            else:
+                record_skipped_hop(self.policy, run, sq, reason)
+                ctx.write_event_to_stream(SubqueryDone(subquery_id=sq.id, status="skipped"))
+        return to_search
+
     def _evidence(self, run: QueryRun) -> EvidenceGathered:
-        sources = select_sources(run.plan, run.ranked, per_subquery=kept_per_subquery(self.policy, run.path),
+        sources = select_sources(run.plan, passages_handed_over(self.policy, run),
+                                 per_subquery=kept_per_subquery(self.policy, run.path),
                                  budget=self.policy.context_budget)
         return EvidenceGathered(run=run, sources=sources)
 

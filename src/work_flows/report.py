@@ -6,6 +6,7 @@ from ..core.plan import SubQuery
 from ..core.result import LLMUsage, QueryResult, Source, SubqueryReport, Verification, WrittenAnswer
 from ..core.search import SearchHits
 from .evidence import confidence
+from .hop_rule import hop_notes, hop_share
 from .policy import RetrievalPolicy, kept_per_subquery
 from .run import QueryRun
 
@@ -23,11 +24,32 @@ def subquery_report(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
     ranked = run.ranked.get(sq.id, [])
     best = float(ranked[0].score or 0.0) if ranked else None
     covered = best is not None and best >= policy.coverage_min_score
+    share = hop_share(policy, run.plan, sq, covered=covered)
+    kept = kept_per_subquery(policy, run.path) if share is None else min(share, kept_per_subquery(policy, run.path))
     return SubqueryReport(
         id=sq.id, text=sq.text, layer=layer, status="covered" if covered else "uncovered",
         searched_as=run.searched_as.get(sq.id), attempts=attempts,
         best_score=round(best, 6) if best is not None else None, candidates=len(ranked),
-        kept_node_ids=[h.node.node_id for h in ranked[:kept_per_subquery(policy, run.path)]])
+        kept_node_ids=[h.node.node_id for h in ranked[:kept]])
+
+
+def record_skipped_hop(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, reason: str) -> SubqueryReport:
+    """Record a bridge hop the hop rule skips (hop_rule.skip_reason): reported as `skipped`, with the reason.
+
+    When no other subquery is left to search, what runs is the single-query path: one search, the whole
+    budget; the run's path says so, and the searched subquery's report keeps what that path keeps.
+    """
+    run.skipped_hops[sq.id] = reason
+    report = run.reports[sq.id] = SubqueryReport(id=sq.id, text=sq.text, layer=run.layer_of(sq.id), status="skipped",
+                                                 attempts=0, error=reason)
+    searched = [other for other in run.plan.subqueries if other.id not in run.skipped_hops]
+    if len(searched) == 1:
+        run.path = "single"
+        left = run.reports.get(searched[0].id)
+        if left is not None:
+            left.kept_node_ids = [h.node.node_id for h in
+                                  run.ranked.get(left.id, [])[:kept_per_subquery(policy, run.path)]]
+    return report
 
 
 def record_search(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
@@ -51,12 +73,16 @@ def build_result(policy: RetrievalPolicy, run: QueryRun, answer: WrittenAnswer, 
     reports = [run.reports.get(sq.id) or SubqueryReport(
         id=sq.id, text=sq.text, layer=run.layer_of(sq.id), status="skipped",
         error=run.partial_reason or "the plan needs no retrieval") for sq in run.plan.subqueries]
-    label, features = confidence(reports, min_ratio=policy.coverage_min_ratio, high_score=policy.high_confidence_score)
+    # A hop skipped because it was not needed is no missing evidence: coverage counts the searches that ran.
+    label, features = confidence([r for r in reports if r.id not in run.skipped_hops],
+                                 min_ratio=policy.coverage_min_ratio, high_score=policy.high_confidence_score)
+    notes = hop_notes(policy, run)
+    plan = run.plan.model_copy(update={"notes": [*run.plan.notes, *notes]}) if notes else run.plan
     calls = run.ledger.llm_calls
     prompt = [c.prompt_tokens for c in calls if c.prompt_tokens is not None]
     completion = [c.completion_tokens for c in calls if c.completion_tokens is not None]
     return QueryResult(
-        question=run.question, answer=answer.text, concise_answer=answer.concise, sources=sources, plan=run.plan,
+        question=run.question, answer=answer.text, concise_answer=answer.concise, sources=sources, plan=plan,
         subqueries=reports,
         retrieval_confidence=label, retrieval_confidence_features=features, verification=verification,
         timings=run.timings, degradations=run.ledger.degradations, path=run.path,  # type: ignore[arg-type]

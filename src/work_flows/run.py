@@ -34,6 +34,8 @@ class QueryRun(BaseModel):
     rewritten: dict[str, str] = Field(default_factory=dict, description="LLM rewrites of `{sN}` subqueries.")
     hyde: dict[str, str] = Field(default_factory=dict, description="Hypothetical passages per subquery.")
     backtracked: list[str] = Field(default_factory=list, description="Subqueries re-searched after verification.")
+    skipped_hops: dict[str, str] = Field(
+        default_factory=dict, description="Bridge hops the hop rule did not search, and why (hop_rule.py).")
     deadline: float = float("inf")
     partial_reason: str | None = None
 

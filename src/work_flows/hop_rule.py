@@ -1,0 +1,127 @@
+"""When the offline bridge hop runs, and what it may hand the writer: a DAG that never does worse than one search.
+
+The rule planner turns every question that is not a comparison into a bridge: s1 searches the question,
+s2 = `{s1} <the question>` searches again about the entities s1's best page names. The second hop pays off
+when the question describes something s1's page only leads to ("the woman who portrayed Corliss Archer in
+Kiss and Tell" → the film's page names Shirley Temple → her page holds "Chief of Protocol"). When s1's own
+passages already hold the answer, the hop only takes context budget away from them. So, for that generic
+bridge hop (`bridge_parent`), two rules, both off with BRIDGE_WHEN_NEEDED=false:
+
+1. **Skip the hop when s1 already explains the question** (`skip_reason`, asked before the hop's layer is
+   searched). Of the passages the single-query path would hand the writer (s1's best CONTEXT_BUDGET), those
+   the cross-encoder is sure are about the question (score at least BRIDGE_EXPLAIN_MIN_SCORE, 0.75) explain
+   it when every content word of the question occurs in them, title and section included; words match on
+   their first five letters ("environments" ~ "environment", "enabling" ~ "enable"), shorter words exactly.
+   Then nothing is left for a hop to find: s2 is not searched, its report says `skipped` and why, the
+   plan's notes say so, and the run becomes the single-query path (`path` "single"): the whole budget goes
+   to s1, exactly what one search hands the writer. A word left unexplained ("Chief of Protocol" is not on
+   the film's page, so "government" and "position" are not) means the hop runs as before. Only sure
+   passages count because a distractor explains words by accident: "Onika Tanya Maraj is a judge on a
+   television show hosted by whom?" finds her page (0.95) and a talk show's (0.02: "Judge", "show",
+   "hosted"), which must not stop the hop to American Idol's page.
+2. **An uncovered hop hands over nothing** (`passages_handed_over`). A hop whose best passage is still under
+   COVERAGE_MIN_SCORE after the critic's retry found no page about anything s1 names; its slots go to s1's
+   next best passages, the single path's, instead of to its noise. A covered hop keeps its share as before.
+
+Measured on the Hatch docs benchmark (78 questions, budget 4), HotpotQA's shared dev set (485 questions,
+budgets 2 and 4) and a MuSiQue sample: ARCHITECTURE.md, "A bridge hop only when the question needs one".
+
+Why only the generic hop: its parent searched the question itself, so the parent's ranking *is* the
+single-query path's, and giving the hop's share back to it yields exactly what one search would have handed
+the writer. A hop an LLM wrote ("What river flows through {s1}?") follows a parent that asked something
+narrower ("In which city was Ada Lovelace born?"): that parent's next passages are more about the city,
+not the single path's passages, and the LLM wrote the hop because it judged a second fact necessary; the
+question's words occurring in the city's passages says nothing about whether the river's page was found.
+A one-subquery LLM plan needs no rule: it is the single path already and hands over the whole budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llama_index.core.schema import NodeWithScore
+
+from ..core.plan import PARENT_REFERENCE, ExecutedPlan, SubQuery, parent_references
+from ..core.sources import passage_text
+from ..core.text import content_words
+from .policy import RetrievalPolicy
+from .run import QueryRun
+
+# Words match on their first five letters: enough to join inflections ("builds"/"builder"/"build",
+# "matches"/"match") without a stemmer's model, few enough false friends in a question's dozen words.
+MATCHING_LETTERS = 5
+
+
+def bridge_parent(plan: ExecutedPlan, sq: SubQuery) -> str | None:
+    """The parent of a generic bridge hop, or None for any other subquery.
+
+    A generic bridge hop asks nothing but the question again about what its one parent found (`{s1}` + the
+    question, as the rule planner writes it), and that parent searched the question itself.
+    """
+    if len(sq.parents) != 1 or parent_references(sq.text) != sq.parents:
+        return None
+    asked = content_words(plan.query)
+    parent = next((p for p in plan.subqueries if p.id == sq.parents[0]), None)
+    if not asked or parent is None or content_words(parent.text) != asked:
+        return None
+    return parent.id if content_words(PARENT_REFERENCE.sub(" ", sq.text)) == asked else None
+
+
+def unexplained_words(question: str, passages: Sequence[str]) -> list[str]:
+    """The question's content words that none of the passages contains (first five letters, shorter words exactly)."""
+    vocabulary = set(content_words(" ".join(passages)))
+    beginnings = {word[:MATCHING_LETTERS] for word in vocabulary if len(word) >= MATCHING_LETTERS}
+
+    def explained(word: str) -> bool:
+        return word in vocabulary or (len(word) >= MATCHING_LETTERS and word[:MATCHING_LETTERS] in beginnings)
+
+    return list(dict.fromkeys(word for word in content_words(question) if not explained(word)))
+
+
+def skip_reason(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery) -> str | None:
+    """Why the generic bridge hop `sq` need not be searched (rule 1), or None when it must be."""
+    if not policy.bridge_when_needed:
+        return None
+    parent = bridge_parent(run.plan, sq)
+    if parent is None or any(sq.id in other.parents for other in run.plan.subqueries):
+        return None  # a hop another subquery builds on runs whatever its parent found
+    relevant = [hit for hit in run.ranked.get(parent, [])[: policy.context_budget]
+                if (hit.score or 0.0) >= policy.bridge_explain_min_score]
+    if not relevant or unexplained_words(run.plan.query, [passage_text(hit) for hit in relevant]):
+        return None
+    return (f"every content word of the question occurs in {parent}'s {len(relevant)} best passages (reranker "
+            f"score >= {policy.bridge_explain_min_score}), so a second hop has nothing left to find; its share of "
+            f"the context budget went to {parent}")
+
+
+def hop_share(policy: RetrievalPolicy, plan: ExecutedPlan, sq: SubQuery, *, covered: bool) -> int | None:
+    """How many of the subquery's passages may reach the writer: none for an uncovered generic bridge hop
+    (rule 2); None (no limit of the rule's) for any other subquery."""
+    if not policy.bridge_when_needed or covered or bridge_parent(plan, sq) is None:
+        return None
+    return 0
+
+
+def passages_handed_over(policy: RetrievalPolicy, run: QueryRun) -> dict[str, list[NodeWithScore]]:
+    """Each subquery's ranked passages that may reach the writer (rule 2); the evidence picks from these."""
+    rankings = dict(run.ranked)
+    for sq in run.plan.subqueries:
+        report = run.reports.get(sq.id)
+        share = hop_share(policy, run.plan, sq, covered=report is not None and report.status == "covered")
+        if sq.id in rankings and share is not None:
+            rankings[sq.id] = rankings[sq.id][:share]
+    return rankings
+
+
+def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
+    """What the rule did to the plan, for its notes: hops skipped, and hops whose passages were held back."""
+    notes = [f"{sq_id} skipped: {reason}" for sq_id, reason in run.skipped_hops.items()]
+    handed = passages_handed_over(policy, run)
+    for sq in run.plan.subqueries:
+        parent = bridge_parent(run.plan, sq)
+        report = run.reports.get(sq.id)
+        if parent is not None and run.ranked.get(sq.id) and not handed.get(sq.id) and report is not None:
+            notes.append(f"{sq.id} found nothing its parent names (best {report.best_score or 0.0:.3f}, under "
+                         f"COVERAGE_MIN_SCORE {policy.coverage_min_score}): none of its passages went to the "
+                         f"writer; its share went to {parent}'s next best passages")
+    return notes
