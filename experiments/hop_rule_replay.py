@@ -2,12 +2,12 @@
 
 With the rule off, a run's `dag` rows are what every hop gives and its `single` rows what one search gives; a
 question whose hop the rule skips gets exactly the single path's passages, and one whose hop runs gets the dag
-row (or, when the hop came back uncovered, the single path's again). So one recorded run answers, per
-threshold, what the rule would score, without running the questions again:
+row (or, when the hop came back uncovered, the single path's again). So one recorded run answers what the rule
+(or a variant of it, edited into `skipped` below) would score, without running the questions again:
 
     DAGRAG_BRIDGE_WHEN_NEEDED=false python experiments/hop_rule_replay.py record -- \\
         --data ../shared/data/hotpotqa_dev.jsonl --systems single,dag --budget 4 --out runs/hotpot-k4-rule-off
-    python experiments/hop_rule_replay.py replay runs/hotpot-k4-rule-off --min-score 0.5 0.75 0.9
+    python experiments/hop_rule_replay.py replay runs/hotpot-k4-rule-off
 
 `record` is eval.py with every argument passed on; its rows also keep each source's text, title and section,
 and each subquery's report. `replay` prints the mean evidence recall and joint recall by question type.
@@ -53,11 +53,14 @@ def is_generic_bridge(row: Row) -> bool:
     return len(subqueries) == 2 and subqueries[1]["text"] == "{s1} " + row["plan"]["query"]
 
 
-def skipped(single: Row, min_score: float) -> bool:
-    """Rule 1 on the single path's passages (s1's best CONTEXT_BUDGET, which is what the single row holds)."""
-    sure = [s for s in single["sources"] if s["score"] >= min_score]
-    shown = [f"{s['title']} {s.get('section', '')} {s['text']}" for s in sure]
-    return bool(sure) and not unexplained_words(single["question"], shown)
+def skipped(single: Row) -> bool:
+    """Rule 1 on the single path's passages (s1's best CONTEXT_BUDGET, which is what the single row holds):
+    s1 covered, and its best passage with the others of the same document explain every word of the question."""
+    if not single["sources"] or single.get("subquery_reports", [{}])[0].get("status") != "covered":
+        return False
+    document = single["sources"][0]["title"]
+    shown = [f"{s['title']} {s.get('section', '')} {s['text']}" for s in single["sources"] if s["title"] == document]
+    return not unexplained_words(single["question"], shown)
 
 
 def hop_uncovered(dag: Row) -> bool:
@@ -65,7 +68,7 @@ def hop_uncovered(dag: Row) -> bool:
     return any(r["id"] == "s2" and r["status"] == "uncovered" for r in dag.get("subquery_reports", []))
 
 
-def replay(run: Path, min_scores: list[float]) -> None:
+def replay(run: Path) -> None:
     rows: dict[str, dict[str, Row]] = defaultdict(dict)
     for line in (run / harness.ROWS_FILE).read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -73,17 +76,17 @@ def replay(run: Path, min_scores: list[float]) -> None:
     pairs = [(r["single"], r["dag"]) for r in rows.values() if {"single", "dag"} <= r.keys()]
     if not pairs or "text" not in pairs[0][0]["sources"][0]:
         raise SystemExit(f"{run}: no single and dag rows with source texts (make them with `record`)")
-    variants: dict[str, Any] = {"single": lambda s, d: s, "dag (rule off)": lambda s, d: d}
-    for min_score in min_scores:
-        variants[f"rule, min score {min_score}"] = (
-            lambda s, d, m=min_score: s if is_generic_bridge(d) and (skipped(s, m) or hop_uncovered(d)) else d)
+    variants: dict[str, Any] = {
+        "single": lambda s, d: s, "dag (rule off)": lambda s, d: d,
+        "dag, rule 1 (skip)": lambda s, d: s if is_generic_bridge(d) and skipped(s) else d,
+        "dag, rules 1 and 2": lambda s, d: s if is_generic_bridge(d) and (skipped(s) or hop_uncovered(d)) else d}
     print(f"{run}: {len(pairs)} questions, {sum(is_generic_bridge(d) for _, d in pairs)} generic bridges")
     for name, choose in variants.items():
         by_type: dict[str, list[Row]] = defaultdict(list)
         skips = 0
         for single, dag in pairs:
             chosen = choose(single, dag)
-            skips += chosen is single and name.startswith("rule")
+            skips += chosen is single and name.startswith("dag, rule")
             by_type["all"].append(chosen)
             by_type[single["type"]].append(chosen)
         cells = [f"{t} {sum(r['metrics']['recall'] for r in v) / len(v):.3f}"
@@ -98,10 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["replay"])
     parser.add_argument("run", type=Path, help="an eval output folder made by `record`")
-    parser.add_argument("--min-score", type=float, nargs="+", default=[0.5, 0.75, 0.9],
-                        help="BRIDGE_EXPLAIN_MIN_SCORE values to replay")
     args = parser.parse_args(argv)
-    replay(args.run, args.min_score)
+    replay(args.run)
     return 0
 
 

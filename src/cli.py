@@ -71,7 +71,8 @@ async def _run_query(settings: Settings, question: str, show_progress: bool) -> 
         elif isinstance(event, LayerStarted):
             console.print(f"[dim]layer {event.layer_index}: searching {', '.join(event.subquery_ids)}[/]")
         elif isinstance(event, SubqueryDone):
-            console.print(f"[dim]  {event.subquery_id} {event.status} → {event.best_title}[/]")
+            found = f" → {event.best_title}" if event.best_title else ""  # a skipped or failed one found nothing
+            console.print(f"[dim]  {event.subquery_id} {event.status}{found}[/]")
     return await handler
 
 

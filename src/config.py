@@ -124,12 +124,9 @@ class Settings(BaseSettings):
     bridge_title_boost: float = Field(
         0.3, ge=0, le=1, description="Search-score lift of a page titled by the candidate entity.")
     bridge_when_needed: bool = Field(
-        True, description="The offline bridge hop runs only when s1's passages leave a word of the question "
+        True, description="The offline bridge hop runs only when s1's best document leaves a word of the question "
         "unexplained (else its share of the budget goes to s1), and an uncovered hop hands the writer nothing. "
         "Off: every bridge hop runs and keeps its share.")
-    bridge_explain_min_score: float = Field(
-        0.75, ge=0, le=1, description="Reranker probability a passage of s1 needs to count toward explaining the "
-        "question (BRIDGE_WHEN_NEEDED).")
     hybrid: bool = Field(
         True, description="Dense + BM25 sparse retrieval fused with RRF; new collections get sparse vectors.")
     resolve_with_llm: bool = Field(

@@ -23,8 +23,8 @@ from dagrag.work_flows.policy import RetrievalPolicy, kept_per_subquery, needs_r
 from dagrag.work_flows.report import record_skipped_hop
 from dagrag.work_flows.run import QueryRun
 
-POLICY = replace(RetrievalPolicy.from_settings(Settings()), bridge_when_needed=True, bridge_explain_min_score=0.75,
-                 context_budget=4, attribution_top_n=1, coverage_min_score=0.1)
+POLICY = replace(RetrievalPolicy.from_settings(Settings()), bridge_when_needed=True, context_budget=4,
+                 attribution_top_n=1, coverage_min_score=0.1)
 CORLISS = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 UV = "How do I enable UV for the default environment in Hatch?"
 
@@ -65,27 +65,31 @@ def test_the_rule_is_for_the_rule_planners_generic_bridge_hop_only():
 
 # --- pure: rule 1, skip a hop whose question s1 already explains ---------------------------------------
 
-def uv_run(*, explained: bool, last_score: float = 0.8) -> QueryRun:
-    """s1's five best for UV: the fourth holds the words the first three leave unexplained, if `explained`."""
+def uv_run(*, explained: bool, fourth_from: str = "Installer") -> QueryRun:
+    """s1's five best for UV, s1 covered: the fourth holds the words the first leaves unexplained, if `explained`."""
     run = run_of(bridge_plan(UV), UV)
     last = "Set the installer to uv for the default environment." if explained else "Installers are plugins."
-    run.ranked["s1"] = [passage("a", "How to select the installer: enable it in Hatch.", 0.99),
-                        passage("b", "Testing configuration.", 0.95), passage("c", "More on installers.", 0.9),
-                        passage("d", last, last_score), passage("e", "UV default environment, fifth.", 0.85)]
+    run.ranked["s1"] = [passage("a", "How to select the installer: enable it in Hatch.", 0.99, "Installer"),
+                        passage("b", "Testing configuration.", 0.95, "Testing"),
+                        passage("c", "More on installers.", 0.9, "Installer"), passage("d", last, 0.8, fourth_from),
+                        passage("e", "UV default environment, fifth.", 0.85, "Installer")]
+    run.reports["s1"] = SubqueryReport(id="s1", text=UV, layer=0, status="covered", best_score=0.99)
     return run
 
 
-def test_a_hop_whose_question_s1s_budget_of_passages_explains_is_skipped_and_says_why():
+def test_a_hop_whose_question_s1s_best_document_explains_is_skipped_and_says_why():
     run = uv_run(explained=True)
     s2 = run.plan.subqueries[1]
     reason = skip_reason(POLICY, run, s2)
-    assert reason is not None and "every content word of the question" in reason and "s1" in reason
-    # Only the passages the single path would hand over count (the fifth is past the budget), and only those
-    # the cross-encoder is sure about (a passage at 0.5 explains nothing).
+    assert reason is not None and "every content word of the question" in reason and "'Installer'" in reason
+    # Only the passages the single path would hand over count (the fifth is past the budget), and only
+    # those of s1's best document: words spread over other documents are explained by accident.
     assert skip_reason(POLICY, uv_run(explained=False), s2) is None
-    assert skip_reason(POLICY, uv_run(explained=True, last_score=0.5), s2) is None
+    assert skip_reason(POLICY, uv_run(explained=True, fourth_from="Another page"), s2) is None
     assert skip_reason(replace(POLICY, bridge_when_needed=False), run, s2) is None
     assert skip_reason(POLICY, run, run.plan.subqueries[0]) is None  # s1 is no hop
+    run.reports["s1"] = SubqueryReport(id="s1", text=UV, layer=0, status="uncovered", best_score=0.05)
+    assert skip_reason(POLICY, run, s2) is None  # an s1 that found nothing sure explains nothing
 
 
 def test_a_skipped_hop_is_reported_and_its_budget_goes_to_s1s_next_passages():
@@ -95,6 +99,7 @@ def test_a_skipped_hop_is_reported_and_its_budget_goes_to_s1s_next_passages():
     report = run.reports["s2"]
     assert (report.status, report.error, report.attempts, report.layer) == ("skipped", "s1 explains it", 0, 1)
     assert run.path == "single" and run.skipped_hops == {"s2": "s1 explains it"}
+    assert run.reports["s1"].kept_node_ids == ["a", "b", "c", "d"]  # s1 now keeps what the single path keeps
     assert not needs_retry(POLICY, run, "s2")  # the critic leaves a skipped hop alone
     sources = select_sources(run.plan, passages_handed_over(POLICY, run),
                              per_subquery=kept_per_subquery(POLICY, run.path), budget=POLICY.context_budget)
@@ -102,7 +107,7 @@ def test_a_skipped_hop_is_reported_and_its_budget_goes_to_s1s_next_passages():
     assert hop_notes(POLICY, run) == ["s2 skipped: s1 explains it"]
 
 
-# --- pure: rules 2 and 3, what a hop that ran hands over ------------------------------------------------
+# --- pure: rule 2, what a hop that ran hands over ----------------------------------------------------------
 
 def test_a_covered_hop_keeps_its_share_as_before():
     run = uv_run(explained=False)
@@ -134,12 +139,13 @@ def test_a_one_subquery_plan_is_the_single_path_and_draws_enough_candidates_for_
 
 # --- end to end: the real models over the HotpotQA sample ----------------------------------------------
 
-LEWISTON = "The arena where the Lewiston Maineiacs played their home games can seat how many people?"
+# Every word of it is on the film's page: nothing is left for a second hop to find.
+FILM = "Which 1945 American comedy film starred Shirley Temple as Corliss Archer?"
 
 
 async def test_a_question_s1_explains_skips_its_hop_and_hands_over_s1s_passages_like_one_search(make_workflow):
-    result = await make_workflow().run(query=LEWISTON)
-    single = await make_workflow(planner_enable_dag=False).run(query=LEWISTON)
+    result = await make_workflow().run(query=FILM)
+    single = await make_workflow(planner_enable_dag=False).run(query=FILM)
     s1, s2 = result.subqueries
     assert s1.status == "covered" and s2.status == "skipped" and s2.attempts == 0 and s2.candidates == 0
     assert s2.error is not None and "every content word of the question" in s2.error
@@ -147,6 +153,7 @@ async def test_a_question_s1_explains_skips_its_hop_and_hands_over_s1s_passages_
     assert result.path == "single" and result.retrieval_confidence_features["subquery_count"] == 1
     assert [(s.subquery_id, s.rank_in_subquery) for s in result.sources] == [("s1", rank) for rank in (1, 2, 3, 4)]
     assert [s.node_id for s in result.sources] == [s.node_id for s in single.sources]
+    assert result.sources[0].metadata["title"] == "Kiss and Tell (1945 film)"
 
 
 async def test_a_question_s1_leaves_unexplained_runs_its_hop(make_workflow):
@@ -158,7 +165,7 @@ async def test_a_question_s1_leaves_unexplained_runs_its_hop(make_workflow):
 
 
 async def test_with_the_rule_off_every_bridge_hop_runs_and_shares_the_budget(make_workflow):
-    result = await make_workflow(bridge_when_needed=False).run(query=LEWISTON)
+    result = await make_workflow(bridge_when_needed=False).run(query=FILM)
     assert result.path == "dag" and [r.status for r in result.subqueries][1] in ("covered", "uncovered")
     assert result.subqueries[1].attempts >= 1 and not result.plan.notes
     assert {s.subquery_id for s in result.sources} == {"s1", "s2"}
@@ -167,20 +174,18 @@ async def test_with_the_rule_off_every_bridge_hop_runs_and_shares_the_budget(mak
 def test_the_rule_is_a_setting_on_by_default(monkeypatch):
     assert RetrievalPolicy.from_settings(Settings()).bridge_when_needed is True
     monkeypatch.setenv("DAGRAG_BRIDGE_WHEN_NEEDED", "false")
-    monkeypatch.setenv("DAGRAG_BRIDGE_EXPLAIN_MIN_SCORE", "0.8")
-    policy = RetrievalPolicy.from_settings(Settings())
-    assert policy.bridge_when_needed is False and policy.bridge_explain_min_score == 0.8
+    assert RetrievalPolicy.from_settings(Settings()).bridge_when_needed is False
 
 
 async def test_a_one_subquery_plan_hands_over_the_whole_budget_as_the_single_path_does(make_workflow):
-    narrow = Plan(query=LEWISTON, subqueries=[SubQuery(id="s1", text=LEWISTON, hints=Hints(top_k=2))])
-    result = await make_workflow().run(query=LEWISTON, plan=narrow)
+    narrow = Plan(query=FILM, subqueries=[SubQuery(id="s1", text=FILM, hints=Hints(top_k=2))])
+    result = await make_workflow().run(query=FILM, plan=narrow)
     assert result.path == "single" and len(result.sources) == Settings().context_budget
 
 
 async def test_a_hop_an_llm_wrote_runs_whatever_its_parent_found(make_workflow):
-    written = Plan(query=LEWISTON, subqueries=[
-        SubQuery(id="s1", text=LEWISTON),
-        SubQuery(id="s2", text="How many people can {s1} seat?", parents=["s1"])])
-    result = await make_workflow().run(query=LEWISTON, plan=written)
+    written = Plan(query=FILM, subqueries=[
+        SubQuery(id="s1", text=FILM),
+        SubQuery(id="s2", text="Who directed the film {s1}?", parents=["s1"])])
+    result = await make_workflow().run(query=FILM, plan=written)
     assert result.path == "dag" and result.subqueries[1].status != "skipped" and result.subqueries[1].attempts >= 1

@@ -7,18 +7,19 @@ Kiss and Tell" → the film's page names Shirley Temple → her page holds "Chie
 passages already hold the answer, the hop only takes context budget away from them. So, for that generic
 bridge hop (`bridge_parent`), two rules, both off with BRIDGE_WHEN_NEEDED=false:
 
-1. **Skip the hop when s1 already explains the question** (`skip_reason`, asked before the hop's layer is
-   searched). Of the passages the single-query path would hand the writer (s1's best CONTEXT_BUDGET), those
-   the cross-encoder is sure are about the question (score at least BRIDGE_EXPLAIN_MIN_SCORE, 0.75) explain
-   it when every content word of the question occurs in them, title and section included; words match on
-   their first five letters ("environments" ~ "environment", "enabling" ~ "enable"), shorter words exactly.
-   Then nothing is left for a hop to find: s2 is not searched, its report says `skipped` and why, the
-   plan's notes say so, and the run becomes the single-query path (`path` "single"): the whole budget goes
-   to s1, exactly what one search hands the writer. A word left unexplained ("Chief of Protocol" is not on
-   the film's page, so "government" and "position" are not) means the hop runs as before. Only sure
-   passages count because a distractor explains words by accident: "Onika Tanya Maraj is a judge on a
-   television show hosted by whom?" finds her page (0.95) and a talk show's (0.02: "Judge", "show",
-   "hosted"), which must not stop the hop to American Idol's page.
+1. **Skip the hop when one document already explains the question** (`skip_reason`, asked before the hop's
+   layer is searched). s1 is covered, and its best passage, read together with the other passages of the
+   same document among those the single-query path would hand the writer (s1's best CONTEXT_BUDGET),
+   contains every content word of the question, title and section included; words match on their first
+   five letters ("environments" ~ "environment", "enabling" ~ "enable"), shorter words exactly. Then
+   nothing is left for a hop to find: s2 is not searched, its report says `skipped` and why, the plan's
+   notes say so, and the run becomes the single-query path (`path` "single"): the whole budget goes to
+   s1, exactly what one search hands the writer. A word left unexplained ("Chief of Protocol" is not on
+   the film's page, so "government" and "position" are not) means the hop runs as before. One document,
+   because words spread over unrelated pages are explained by accident: for "2014 S/S is the debut album
+   of a South Korean boy group that was formed by who?" the album's page and another band's page hold
+   every word between them, and the hop to the group's own page is still needed. A question that needs
+   two documents is what the hop is for.
 2. **An uncovered hop hands over nothing** (`passages_handed_over`). A hop whose best passage is still under
    COVERAGE_MIN_SCORE after the critic's retry found no page about anything s1 names; its slots go to s1's
    next best passages, the single path's, instead of to its noise. A covered hop keeps its share as before.
@@ -78,6 +79,11 @@ def unexplained_words(question: str, passages: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(word for word in content_words(question) if not explained(word)))
 
 
+def document_of(hit: NodeWithScore) -> str:
+    """The document a passage belongs to: its title (a page, or the document a chunk was cut from)."""
+    return str(hit.node.metadata.get("title", ""))
+
+
 def skip_reason(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery) -> str | None:
     """Why the generic bridge hop `sq` need not be searched (rule 1), or None when it must be."""
     if not policy.bridge_when_needed:
@@ -85,13 +91,17 @@ def skip_reason(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery) -> str | N
     parent = bridge_parent(run.plan, sq)
     if parent is None or any(sq.id in other.parents for other in run.plan.subqueries):
         return None  # a hop another subquery builds on runs whatever its parent found
-    relevant = [hit for hit in run.ranked.get(parent, [])[: policy.context_budget]
-                if (hit.score or 0.0) >= policy.bridge_explain_min_score]
-    if not relevant or unexplained_words(run.plan.query, [passage_text(hit) for hit in relevant]):
+    report, handed = run.reports.get(parent), run.ranked.get(parent, [])[: policy.context_budget]
+    if report is None or report.status != "covered" or not handed:
         return None
-    return (f"every content word of the question occurs in {parent}'s {len(relevant)} best passages (reranker "
-            f"score >= {policy.bridge_explain_min_score}), so a second hop has nothing left to find; its share of "
-            f"the context budget went to {parent}")
+    document = document_of(handed[0])
+    one_document = [hit for hit in handed if document_of(hit) == document]
+    if unexplained_words(run.plan.query, [passage_text(hit) for hit in one_document]):
+        return None
+    passages = ("best passage contains" if len(one_document) == 1
+                else f"{len(one_document)} passages of its best document contain")
+    return (f"{parent}'s {passages} every content word of the question ({document!r}), so a second hop has "
+            f"nothing left to find; its share of the context budget went to {parent}")
 
 
 def hop_share(policy: RetrievalPolicy, plan: ExecutedPlan, sq: SubQuery, *, covered: bool) -> int | None:

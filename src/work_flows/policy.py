@@ -35,7 +35,6 @@ class RetrievalPolicy:
     bridge_rerank_top: int
     bridge_title_boost: float
     bridge_when_needed: bool
-    bridge_explain_min_score: float
     verify_backtrack: bool
 
     @classmethod
@@ -48,7 +47,7 @@ class RetrievalPolicy:
             attribution_top_n=settings.attribution_top_n, context_budget=settings.context_budget,
             bridge_max_entities=settings.bridge_max_entities, bridge_rerank_top=settings.bridge_rerank_top,
             bridge_title_boost=settings.bridge_title_boost, bridge_when_needed=settings.bridge_when_needed,
-            bridge_explain_min_score=settings.bridge_explain_min_score, verify_backtrack=settings.verify_backtrack)
+            verify_backtrack=settings.verify_backtrack)
 
 
 def path_of(policy: RetrievalPolicy, plan: ExecutedPlan) -> Path:
