@@ -104,12 +104,9 @@ def skip_reason(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery) -> str | N
             f"nothing left to find; its share of the context budget went to {parent}")
 
 
-def hop_share(policy: RetrievalPolicy, plan: ExecutedPlan, sq: SubQuery, *, covered: bool) -> int | None:
-    """How many of the subquery's passages may reach the writer: none for an uncovered generic bridge hop
-    (rule 2); None (no limit of the rule's) for any other subquery."""
-    if not policy.bridge_when_needed or covered or bridge_parent(plan, sq) is None:
-        return None
-    return 0
+def holds_back(policy: RetrievalPolicy, plan: ExecutedPlan, sq: SubQuery, *, covered: bool) -> bool:
+    """Rule 2: an uncovered generic bridge hop hands the writer none of its passages."""
+    return policy.bridge_when_needed and not covered and bridge_parent(plan, sq) is not None
 
 
 def passages_handed_over(policy: RetrievalPolicy, run: QueryRun) -> dict[str, list[NodeWithScore]]:
@@ -117,9 +114,9 @@ def passages_handed_over(policy: RetrievalPolicy, run: QueryRun) -> dict[str, li
     rankings = dict(run.ranked)
     for sq in run.plan.subqueries:
         report = run.reports.get(sq.id)
-        share = hop_share(policy, run.plan, sq, covered=report is not None and report.status == "covered")
-        if sq.id in rankings and share is not None:
-            rankings[sq.id] = rankings[sq.id][:share]
+        if sq.id in rankings and holds_back(policy, run.plan, sq,
+                                            covered=report is not None and report.status == "covered"):
+            rankings[sq.id] = []
     return rankings
 
 

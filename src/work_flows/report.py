@@ -6,7 +6,7 @@ from ..core.plan import SubQuery
 from ..core.result import LLMUsage, QueryResult, Source, SubqueryReport, Verification, WrittenAnswer
 from ..core.search import SearchHits
 from .evidence import confidence
-from .hop_rule import hop_notes, hop_share
+from .hop_rule import holds_back, hop_notes
 from .policy import RetrievalPolicy, kept_per_subquery
 from .run import QueryRun
 
@@ -24,8 +24,7 @@ def subquery_report(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
     ranked = run.ranked.get(sq.id, [])
     best = float(ranked[0].score or 0.0) if ranked else None
     covered = best is not None and best >= policy.coverage_min_score
-    share = hop_share(policy, run.plan, sq, covered=covered)
-    kept = kept_per_subquery(policy, run.path) if share is None else min(share, kept_per_subquery(policy, run.path))
+    kept = 0 if holds_back(policy, run.plan, sq, covered=covered) else kept_per_subquery(policy, run.path)
     return SubqueryReport(
         id=sq.id, text=sq.text, layer=layer, status="covered" if covered else "uncovered",
         searched_as=run.searched_as.get(sq.id), attempts=attempts,
