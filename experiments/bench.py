@@ -17,9 +17,10 @@ Sections, all measured in one run (keys of the `--out` JSON):
 - e2e            e2e_p50_s, e2e_p95_s, peak_rss_mb: offline defaults over the HotpotQA pool, one question at
                  a time, in a fresh process (so peak RSS is a query process's, not the benchmark's).
 - scale          qdrant_p50_ms: embedded Qdrant at 5k/50k/200k synthetic passages (a 4-query layer batch).
-- serve          serve_overhead_ms: `dagrag serve`'s HTTP layer per /query (p50, HTTP − in-process) with
-                 zero-cost fakes behind it; serve_throughput_ratio_c4: /query throughput ÷ in-process
-                 throughput at concurrency 4 on the real offline stack (also 1 and 16, p50/p95 each).
+- serve          serve_overhead_ms: `dagrag serve`'s HTTP layer per /query (median of paired HTTP − in-process
+                 differences) with zero-cost fakes behind it; serve_throughput_ratio_c4: /query throughput ÷
+                 in-process throughput at concurrency 4 on the real offline stack (also 1 and 16, p50/p95 each).
+                 In-process and HTTP measurements alternate (ABBA), so both meet the same machine load.
 - peer           peer_subq: LlamaIndex SubQuestionQueryEngine (use_async=True) beside dagrag on the same
                  4-part question, index and 100 ms simulated LLM: wall time, LLM calls, passages handed on.
 
@@ -534,7 +535,12 @@ async def timed_queries(ask: Callable[[str], Any], questions: list[str], concurr
 
 
 async def bench_serve(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding) -> dict[str, Any]:
-    """`dagrag serve` against the in-process workflow: the HTTP layer's cost, and throughput under concurrency."""
+    """`dagrag serve` against the in-process workflow: the HTTP layer's cost, and throughput under concurrency.
+
+    In-process and served measurements alternate (one request each, or one pass each, the order swapped every
+    time), so both meet the same load from whatever else runs on the machine; absolute times are not comparable
+    between runs on a busy machine, the paired differences and ratios are.
+    """
     import httpx
 
     from dagrag.agents.resolver import ReferenceResolverAgent
@@ -542,58 +548,88 @@ async def bench_serve(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding) 
     from dagrag.stack import Agents
     from dagrag.testing.live_server import LiveServer
 
-    async def over_http(service: DagragService, questions: list[str], concurrency: int
-                        ) -> tuple[float, list[float]]:
-        with LiveServer(service) as server:
-            async with httpx.AsyncClient(base_url=server.url, timeout=600,
-                                         limits=httpx.Limits(max_connections=concurrency)) as http:
-                async def ask(question: str) -> None:
-                    response = await http.post("/query", json={"question": question})
-                    response.raise_for_status()
+    def asker(http: httpx.AsyncClient) -> Callable[[str], Any]:
+        async def ask(question: str) -> None:
+            response = await http.post("/query", json={"question": question})
+            response.raise_for_status()
 
-                await ask(questions[0])  # connections, the WorkflowServer's runtime
-                return await timed_queries(ask, questions, concurrency)
+        return ask
 
     # 1. The HTTP layer alone: every component returns at once, so what is left is routing, auth, JSON, logs.
+    #    Pairs of one in-process query and one /query (alternating which goes first); the overhead is the median
+    #    of the pairs' differences.
     nodes = [make_node(f"Passage {i} about {name}.", name) for i, name in enumerate(SUBQUERIES * 3)]
     fakes = Agents(planner=QueryPlannerAgent(None), searcher=ZeroSearcher(nodes),
                    reranker=RerankerAgent(ZeroScorer(), name="zero"), writer=ZeroWriter(), verifier=ZeroVerifier(),
                    resolver=ReferenceResolverAgent())
     runs = cfg.orchestration_runs
-    zero = DagragService(Settings(serve_max_runs=64), fakes, embed_model)
-    for _ in range(10):
-        await zero.query_workflow.run(query=QUESTION)
-    _, inproc = await timed_queries(lambda q: zero.query_workflow.run(query=q), [QUESTION] * runs, 1)
-    _, http = await over_http(DagragService(Settings(serve_max_runs=64), fakes, embed_model), [QUESTION] * runs, 1)
-    overhead_ms = (median(http) - median(inproc)) * 1000
+    zero = DagragService(Settings(serve_max_runs=64), fakes, embed_model)  # this loop's
+    served = DagragService(Settings(serve_max_runs=64), fakes, embed_model)  # the server thread's loop's
+    inproc: list[float] = []
+    http_times: list[float] = []
+    with LiveServer(served) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=600) as http:
+            over_http = asker(http)
+            for _ in range(10):  # warm: connections, the WorkflowServer's runtime, first-call imports
+                await zero.query_workflow.run(query=QUESTION)
+                await over_http(QUESTION)
+            for i in range(runs):
+                for mode in (("in", "http") if i % 2 == 0 else ("http", "in")):
+                    started = time.perf_counter()
+                    if mode == "in":
+                        await zero.query_workflow.run(query=QUESTION)
+                        inproc.append(time.perf_counter() - started)
+                    else:
+                        await over_http(QUESTION)
+                        http_times.append(time.perf_counter() - started)
+    overhead_ms = median([h - p for h, p in zip(http_times, inproc)]) * 1000
 
-    # 2. The real offline stack over the HotpotQA pool, concurrency 1, 4 and 16; caches cleared before each run.
+    # 2. The real offline stack over the HotpotQA pool at concurrency 1, 4 and 16: passes over the same questions,
+    #    in-process and over HTTP in turn (ABBA), caches cleared before each pass.
     questions = [e.question for e in pool.examples[: (8 if cfg.quick else 32)]]
+    rounds = 2 if cfg.quick else 3
     settings = pool.settings.model_copy(update={"serve_max_runs": 64})
     table: dict[str, Any] = {}
     for concurrency in (1, 4, 16):
+        # One service per event loop: the in-process one on this loop, the served one on the server's.
+        local = DagragService.from_settings(settings, embed_model=embed_model)
+        remote = DagragService.from_settings(settings, embed_model=embed_model)
+        walls: dict[str, list[float]] = {"in_process": [], "http": []}
+        latencies: dict[str, list[float]] = {"in_process": [], "http": []}
+        with LiveServer(remote) as server:
+            async with httpx.AsyncClient(base_url=server.url, timeout=600,
+                                         limits=httpx.Limits(max_connections=concurrency)) as http:
+                over_http = asker(http)
+                await over_http(questions[0])  # connections, the WorkflowServer's runtime
+                await local.query_workflow.run(query=questions[0])
+                for r in range(rounds * 2):
+                    name = ("in_process", "http")[(r + r // 2) % 2]  # in, http, http, in, in, http, …
+                    service = local if name == "in_process" else remote
+                    clear_caches(service.query_workflow)
+                    workflow = local.query_workflow
+                    ask = over_http if name == "http" else (lambda q, wf=workflow: wf.run(query=q))
+                    wall, times = await timed_queries(ask, questions, concurrency)
+                    walls[name].append(wall)
+                    latencies[name] += times
         row: dict[str, Any] = {}
         for name in ("in_process", "http"):
-            # A fresh service each time: cold caches, and its asyncio objects meet one event loop only.
-            service = DagragService.from_settings(settings, embed_model=embed_model)
-            clear_caches(service.query_workflow)
-            if name == "in_process":
-                workflow = service.query_workflow
-                wall, latencies = await timed_queries(lambda q, wf=workflow: wf.run(query=q), questions, concurrency)
-            else:
-                wall, latencies = await over_http(service, questions, concurrency)
-            row[name] = {"queries_per_s": round(len(questions) / wall, 3), "p50_s": round(median(latencies), 3),
-                         "p95_s": round(percentile(latencies, 95), 3)}
+            row[name] = {"queries_per_s": round(len(questions) * len(walls[name]) / sum(walls[name]), 3),
+                         "p50_s": round(median(latencies[name]), 3),
+                         "p95_s": round(percentile(latencies[name], 95), 3)}
         row["throughput_ratio"] = round(row["http"]["queries_per_s"] / row["in_process"]["queries_per_s"], 3)
+        row["pass_ratios"] = [round(i / h, 3) for i, h in zip(walls["in_process"], walls["http"])]
         table[f"c{concurrency}"] = row
     return {"serve_overhead_ms": round(overhead_ms, 3),
             "serve_throughput_ratio_c4": table["c4"]["throughput_ratio"],
             "details": {"overhead": {"in_process_p50_ms": round(median(inproc) * 1000, 3),
-                                     "http_p50_ms": round(median(http) * 1000, 3), "runs": runs},
-                        "throughput": table, "questions": len(questions),
+                                     "http_p50_ms": round(median(http_times) * 1000, 3),
+                                     "paired_difference_p95_ms": round(percentile(
+                                         [h - p for h, p in zip(http_times, inproc)], 95) * 1000, 3),
+                                     "pairs": runs},
+                        "throughput": table, "questions": len(questions), "passes_per_mode": rounds,
                         "how": "server in a thread of this process (uvicorn, 127.0.0.1), httpx client in the main "
-                               "loop: the client's own CPU is counted against HTTP; caches cleared before each "
-                               "measurement"}}
+                               "loop: the client's own CPU is counted against HTTP; in-process and HTTP "
+                               "measurements interleaved (ABBA), caches cleared before each pass"}}
 
 
 def bench_e2e_child(cfg: BenchConfig, out: Path) -> None:
@@ -713,6 +749,15 @@ def print_table(results: dict[str, Any]) -> None:
             d = details["orchestration"]
             detail = (f"CPU per query; wall p50 {d['given_plan']['wall_p50_ms']} ms; with the rule planner "
                       f"{d['rule_planner']['cpu_ms']} ms CPU")
+        elif key == "serve_overhead_ms" and "serve" in details:
+            d = details["serve"]["overhead"]
+            detail = (f"median of {d['pairs']} paired differences; p50 in-process {d['in_process_p50_ms']} ms, "
+                      f"HTTP {d['http_p50_ms']} ms")
+        elif key == "serve_throughput_ratio_c4" and "serve" in details:
+            detail = " | ".join(
+                f"{c}: {r['in_process']['queries_per_s']} vs {r['http']['queries_per_s']} q/s, p50 "
+                f"{r['in_process']['p50_s']}/{r['http']['p50_s']} s, p95 {r['in_process']['p95_s']}/"
+                f"{r['http']['p95_s']} s" for c, r in details["serve"]["throughput"].items())
         elif key == "peer_subq":
             detail = "dagrag s: " + ", ".join(f"{k[:-2]} {v:.3f}" for k, v in
                                               results["peer_subq"]["dagrag"].get("stages_s", {}).items())

@@ -365,6 +365,18 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def complete_questions(rows: list[dict[str, Any]], expected: dict[str, set[str]]) -> set[str]:
+    """The questions that every system asked of them has a row for: the ones a summary may compare systems on."""
+    answered_by: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        answered_by[row["id"]].add(row["system"])
+    return {question for question, systems in expected.items() if systems <= answered_by[question]}
+
+
+def questions_heading(answered: int, selected: int) -> str:
+    return f"{selected} questions" if answered == selected else f"{answered} of {selected} questions (run unfinished)"
+
+
 def run_config(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return {"data": str(args.data), "data_sha256": hashlib.sha256(Path(args.data).read_bytes()).hexdigest(),
             "corpus": str(args.corpus) if args.corpus else None, "limit": args.limit, "seed": args.seed,
@@ -471,12 +483,14 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     question_started = time.perf_counter()
     runners: dict[str, Any] = {}
     todo: list[tuple[Example, str]] = []
+    expected: dict[str, set[str]] = defaultdict(set)  # the systems each question is asked of
     # Question by question, every system in turn: a run stopped half-way has compared the systems on the
     # same questions, not finished one system and never started the next.
     for example in examples:
         for name in (s for s in systems if s not in skipped):
             if name == "oracle" and not example.decomposition:
                 continue
+            expected[example.id].add(name)
             if (name, example.id) in done:
                 resumed += 1
             else:
@@ -485,10 +499,14 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         runners[name] = (SubQuestionBaseline(settings, build_llm(settings), embed_model, args.budget) if name == "subq"
                          else dagrag_workflow(name, settings, llm, embed_model, reranker))
 
-    async def one(example: Example, name: str) -> dict[str, Any]:
+    deadline = None if args.minutes is None else question_started + 60 * args.minutes
+
+    async def one(example: Example, name: str) -> dict[str, Any] | None:
         runner = runners[name]
         async with semaphore:
             started = time.perf_counter()
+            if deadline is not None and started > deadline:
+                return None  # out of time: not started, so a later run resumes it
             try:  # only the system's own work: a failure of the scoring below is eval.py's bug
                 if name == "subq":
                     answered = await runner.answer(example)
@@ -515,6 +533,8 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         tasks = [asyncio.ensure_future(one(example, name)) for example, name in todo]
         for task in asyncio.as_completed(tasks):
             row = await task
+            if row is None:
+                continue
             log.write(json.dumps(row, ensure_ascii=False) + "\n")
             log.flush()  # a killed run keeps every row it finished
             ran += 1
@@ -530,10 +550,16 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     if strangers:
         print(f"warning: {strangers} rows in {out / ROWS_FILE} are of questions this run does not have; "
               "kept there, left out of the summary", file=sys.stderr)
+    answered = complete_questions(rows, expected)
+    if len(answered) < len(examples):
+        print(f"{len(examples) - len(answered)} of {len(examples)} questions are not answered by every system yet "
+              "(run again to finish them); the summary compares the systems on the other "
+              f"{len(answered)}", file=sys.stderr)
     summary = {
-        "systems": summarize([r for r in rows if r["id"] in ids]),
+        "systems": summarize([r for r in rows if r["id"] in answered]),
         "config": {
-            "data": str(args.data), "questions": len(examples), "limit": args.limit, "seed": args.seed,
+            "data": str(args.data), "questions": len(examples), "questions_summarized": len(answered),
+            "minutes": args.minutes, "limit": args.limit, "seed": args.seed,
             "budget": args.budget, "concurrency": args.concurrency, "corpus_paragraphs": len(corpus.nodes),
             "corpus": str(docs_folder) if docs_folder else None,
             "collection": settings.collection, "index_build_s": round(report.seconds, 2),
@@ -545,7 +571,8 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     write_atomically(out / "summary.json", json.dumps(summary, indent=2))
     table = markdown_table(summary["systems"])
     write_atomically(out / "summary.md",
-                     f"# {Path(args.data).name}: {len(examples)} questions, budget {args.budget}\n\n{table}\n")
+                     f"# {Path(args.data).name}: {questions_heading(len(answered), len(examples))}, "
+                     f"budget {args.budget}\n\n{table}\n")
     if summary["systems"]:
         plot(summary["systems"], out / "summary.png", f"{Path(args.data).name}, budget {args.budget}")
     else:  # every system was skipped: nothing to draw
@@ -571,6 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--concurrency", type=int, default=4, help="questions in flight")
     parser.add_argument("--index-dir", default=".dagrag/eval-qdrant", help="embedded Qdrant folder for the index")
     parser.add_argument("--out", default="runs/eval", help="output folder (an unfinished run in it is resumed)")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="start no question after this many minutes (a later run resumes); the summary covers "
+                             "the questions every system has answered")
     parser.add_argument("--fresh", action="store_true", help="delete the rows already in --out and start over")
     parser.add_argument("--retry-failed", action="store_true",
                         help="when resuming, run the questions that failed again (their new rows replace the old)")

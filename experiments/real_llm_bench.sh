@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-LLM benchmark (HotpotQA 20 bridge + 20 comparison, MuSiQue 20; budget 4, one question at a time)
+# The real-LLM benchmark (HotpotQA 10 bridge + 10 comparison, MuSiQue 5; budget 4, one question at a time)
 # against a local llama-server (scripts/local_llm.sh start). Resumable: run it again to continue.
 set -euo pipefail
 cd "$(dirname "$0")/.."  # the repository root
@@ -8,7 +8,7 @@ export DAGRAG_LLM_TIMEOUT_S=300 DAGRAG_LLM_CONTEXT_WINDOW=4096
 # A query on a shared 2-core machine can take minutes: a deadline that cuts it short would score the
 # machine's load, not the system.
 export DAGRAG_QUERY_TIMEOUT_S=1200
-.venv/bin/python experiments/eval.py --data ../shared/data/hotpotqa_dev.jsonl --seed 1 --per-type 20 \
-  --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-hotpot40
-.venv/bin/python experiments/eval.py --data ../shared/data/musique_train_sample.jsonl --seed 1 --limit 20 \
-  --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-musique20
+.venv/bin/python experiments/eval.py --data ../shared/data/hotpotqa_dev.jsonl --seed 1 --per-type 10 \
+  --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-hotpot20
+.venv/bin/python experiments/eval.py --data ../shared/data/musique_train_sample.jsonl --seed 1 --limit 5 \
+  --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-musique5

@@ -7,11 +7,12 @@ environment. An invalid or unknown setting fails here, with its name in the mess
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ENV_PREFIX = "DAGRAG_"
 LLM_KINDS = ("none", "openai", "openai-like")
@@ -20,6 +21,7 @@ RERANKER_KINDS = ("onnx", "cross-encoder")
 
 BUNDLED_EMBED_MODEL = "all-MiniLM-L6-v2"
 BUNDLED_RERANKER = "ms-marco-MiniLM-L-12-v2"
+CORS_ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -158,6 +160,23 @@ class Settings(BaseSettings):
         4, ge=1, le=1024, description="Queries and searches running at once; more wait SERVE_QUEUE_WAIT_S, then 429.")
     serve_queue_wait_s: float = Field(
         2.0, ge=0, le=600, description="How long a request waits for a free run slot before 429 + Retry-After.")
+    serve_cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Web origins (`https://host[:port]`, comma-separated) whose pages may "
+        "call the server from a browser; none by default: no CORS headers at all.")
+
+    @field_validator("serve_cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: Any) -> Any:
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    @field_validator("serve_cors_origins")
+    @classmethod
+    def _check_origins(cls, origins: list[str]) -> list[str]:
+        for origin in origins:
+            # A browser sends `Origin: scheme://host[:port]`, never a path: anything else would match nothing.
+            if origin != "*" and not CORS_ORIGIN.fullmatch(origin):
+                raise ValueError(f"DAGRAG_SERVE_CORS_ORIGINS: {origin!r} is not an origin like https://example.org:8443")
+        return origins
 
     @field_validator("llm")
     @classmethod

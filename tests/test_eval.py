@@ -368,3 +368,25 @@ def test_ctrl_c_stops_the_run_and_keeps_every_finished_row(tmp_path, llm_server,
     assert len(rows) == 8 and len(writes) == 3 + 8 - len(finished)
     assert all(rows[key]["finished_at"] == row["finished_at"] for key, row in finished.items())  # not run again
     assert _summary(out)["config"]["resumed_rows"] == len(finished)
+
+
+def test_out_of_minutes_starts_nothing_and_compares_systems_only_on_questions_all_answered(
+        tmp_path, llm_server, index_dir):
+    out = tmp_path / "out"
+    assert _run(out, index_dir, "--limit", "2", "--systems", "dag,dag-rule") == 0
+    lines = (out / "per_question.jsonl").read_text().splitlines()
+    lost = json.loads(lines[-1])  # sorted by (system, id): a dag-rule row
+    (out / "per_question.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    llm_server.reset()
+
+    assert _run(out, index_dir, "--limit", "2", "--systems", "dag,dag-rule", "--minutes", "0") == 0
+    assert not llm_server.requests and len(_rows(out)) == 3  # nothing started, nothing lost
+    summary = _summary(out)
+    assert {name: block["n"] for name, block in summary["systems"].items()} == {"dag": 1, "dag-rule": 1}
+    assert summary["config"]["questions_summarized"] == 1 and summary["config"]["minutes"] == 0
+    assert "1 of 2 questions (run unfinished)" in (out / "summary.md").read_text()
+
+    assert _run(out, index_dir, "--limit", "2", "--systems", "dag,dag-rule") == 0  # no deadline: finishes it
+    rows = _rows(out)
+    assert len(rows) == 4 and ("dag-rule", lost["id"]) in rows
+    assert {name: block["n"] for name, block in _summary(out)["systems"].items()} == {"dag": 2, "dag-rule": 2}

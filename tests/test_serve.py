@@ -9,23 +9,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from llama_agents.client import WorkflowClient
+from pydantic import ValidationError
 
 from dagrag import Settings
+from dagrag.agents.reranker import PairScorer, RerankerAgent
 from dagrag.server import DagragService, ServerConfigError, check_bind
+from dagrag.server.app import public_source
 from dagrag.server.middleware import access_log
 from dagrag.testing.live_server import LiveServer
 
-from .conftest import sample_records
+from .conftest import ROOT, sample_records
 
 KEY = "test-key-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -36,16 +41,41 @@ PROGRESS_ORDER = ["PlanChosen", "LayerStarted", "SubqueryDone", "SubqueryDone", 
 HANG_GUARD_S = 120.0
 
 
+class GatedScorer:
+    """The real cross-encoder behind a gate the test opens: a run stays under way, holding its slot, until then.
+
+    Runs call it in a worker thread (RerankerAgent runs a synchronous scorer off the event loop), so waiting here
+    blocks only that run.
+    """
+
+    def __init__(self, scorer: PairScorer) -> None:
+        self.scorer = scorer
+        self.gate = threading.Event()
+        self.reached = threading.Event()  # a run is waiting at the gate
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        self.reached.set()
+        if not self.gate.wait(timeout=HANG_GUARD_S):
+            raise TimeoutError("the test never opened the gate")
+        return self.scorer.score_pairs(pairs)
+
+
 @pytest.fixture(scope="module")
 def make_server(sample_store_path: Path, embed_model, reranker) -> Callable[..., Any]:
-    """A context manager: a live server over the sample collection; keyword arguments are Settings overrides."""
+    """A context manager: a live server over the sample collection; keyword arguments are Settings overrides
+    (`gate=GatedScorer(...)` puts the reranker behind a gate)."""
 
     @contextmanager
-    def start(**overrides: Any) -> Iterator[LiveServer]:
+    def start(gate: GatedScorer | None = None, **overrides: Any) -> Iterator[LiveServer]:
         values = {"qdrant_path": sample_store_path, "collection": "sample", "api_key": KEY, **overrides}
-        service = DagragService.from_settings(Settings(**values), embed_model=embed_model, reranker=reranker)
+        scorer = reranker if gate is None else RerankerAgent(gate, name="gated")
+        service = DagragService.from_settings(Settings(**values), embed_model=embed_model, reranker=scorer)
         with LiveServer(service) as server:
-            yield server
+            try:
+                yield server
+            finally:
+                if gate is not None:
+                    gate.gate.set()  # no run is left waiting when the server stops
 
     return start
 
@@ -152,6 +182,24 @@ def test_search_returns_each_querys_evidence_open_webui_style(client: httpx.Clie
     assert "Scott Derrickson" in first[0]["subquery"]
     assert found["documents"][0][0].startswith("Scott Derrickson")
     assert {m["title"] for m in found["metadatas"][1]} >= {"Kiss and Tell (1945 film)", "Shirley Temple"}
+    for metadata, distance in zip(first, found["distances"][0]):
+        assert metadata["score"] == pytest.approx(distance, abs=1e-6)
+        # the sample was ingested from an absolute path: a client sees the file and line, not the server's folders
+        assert metadata["source"].startswith("hotpotqa_sample.jsonl:")
+        assert not any(isinstance(v, str) and (str(ROOT) in v or v.startswith("/")) for v in metadata.values())
+
+
+@pytest.mark.parametrize(("stored", "shown"), [
+    ("/srv/corpora/private/hotpot.jsonl:12", "hotpot.jsonl:12"),
+    ("data/hotpot.jsonl:3", "hotpot.jsonl:3"),
+    ("handbook/setup/install.md", "handbook/setup/install.md"),  # a document's path in the folder ingested
+    ("install.md", "install.md"),
+    ("/home/me/notes.md", "notes.md"),
+    ("C:\\Users\\me\\notes.md", "notes.md"),
+    ("https://example.org/page.html", "https://example.org/page.html"),
+])
+def test_search_shows_where_a_passage_is_in_the_documents_not_on_the_server(stored: str, shown: str):
+    assert public_source(stored) == shown
 
 
 def test_search_rewrites_messages_into_a_standalone_question(client: httpx.Client):
@@ -197,6 +245,55 @@ async def test_llamaindex_workflow_client_works_against_it(live: LiveServer):
         assert done.status == "completed"
 
 
+def test_the_workflow_debuggers_representation_is_valid_json(client: httpx.Client):
+    response = client.get("/workflows/dagrag/representation")
+    assert response.status_code == 200, response.text
+    graph = response.json()["graph"]
+    assert graph["name"] == "QueryWorkflow"
+    assert {"plan", "search_layer", "write", "verify"} <= {n["id"] for n in graph["nodes"]}
+
+
+# --- CORS: none unless origins are configured ---------------------------------------------------------------
+
+WEB_APP = "https://chat.example.org"
+
+
+def preflight(http: httpx.Client, path: str, origin: str) -> httpx.Response:
+    return http.options(path, headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                                       "Access-Control-Request-Headers": "authorization,content-type"})
+
+
+def test_no_cors_headers_by_default(client: httpx.Client):
+    for path in ("/query", "/workflows/dagrag/run"):  # WorkflowServer's own default would allow any origin
+        assert "access-control-allow-origin" not in preflight(client, path, WEB_APP).headers, path
+    for path in ("/health/ready", "/workflows/dagrag/schema", "/handlers"):
+        response = client.get(path, headers={"Origin": WEB_APP})
+        assert response.status_code == 200 and "access-control-allow-origin" not in response.headers, path
+
+
+def test_configured_origins_may_call_from_a_browser(make_server):
+    with make_server(serve_cors_origins=[WEB_APP]) as server, \
+            httpx.Client(base_url=server.url, timeout=HANG_GUARD_S) as http:
+        allowed = preflight(http, "/search", WEB_APP)  # no key: a browser never sends one on a preflight
+        assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == WEB_APP
+        assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+        assert "access-control-allow-origin" not in preflight(http, "/search", "https://evil.example").headers
+        response = http.get("/health/ready", headers={**AUTH, "Origin": WEB_APP})
+        assert response.status_code == 200 and response.headers["access-control-allow-origin"] == WEB_APP
+        assert "x-request-id" in response.headers["access-control-expose-headers"].lower()
+        assert http.get("/health/ready", headers={"Origin": WEB_APP}).status_code == 401  # still needs the key
+
+
+def test_cors_settings_are_checked():
+    with pytest.raises(ValidationError, match="not an origin"):
+        Settings(serve_cors_origins=["https://chat.example.org/"])
+    assert Settings(serve_cors_origins="https://a.example, http://localhost:3000").serve_cors_origins == [
+        "https://a.example", "http://localhost:3000"]
+    with pytest.raises(ServerConfigError, match="CORS"):
+        check_bind("127.0.0.1", Settings(serve_cors_origins=["*"]))
+    check_bind("127.0.0.1", Settings(serve_cors_origins=["*"], api_key="k"))
+
+
 # --- bad input: always a 4xx that names the problem ---------------------------------------------------------
 
 BAD_BODIES: list[tuple[str, Any, int, str]] = [
@@ -238,6 +335,23 @@ BAD_BODIES: list[tuple[str, Any, int, str]] = [
     ("/workflows/dagrag/run", {"start_event": "[1"}, 400, "start_event"),
     ("/workflows/dagrag/run", b"{", 400, "malformed JSON"),
     ("/workflows/dagrag/run", [], 422, "expected a JSON object"),
+    ("/workflows/dagrag/run", {"start_event": {"query": "ok?", "qestion": "typo"}}, 422, "start_event.qestion"),
+    ("/workflows/dagrag/run", {"start_event": {"query": "ok?", "plan": 5}}, 422, "start_event.plan"),
+    ("/workflows/dagrag/run", {"start_event": {"query": "ok?", "plan": {}}}, 422, "start_event.plan.query"),
+    ("/workflows/dagrag/run-nowait", {"start_event": {"query": "ok?"}, "handler_id": 5}, 422, "handler_id"),
+    ("/query", b"[" * 100_000 + b"]" * 100_000, 400, "body: JSON nested too deeply"),
+    ("/workflows/dagrag/run", b'{"kwargs": ' * 5_000 + b"1" + b"}" * 5_000, 400, "body: JSON nested too deeply"),
+    ("/search", {"queries": [None], "collection_names": ["sample"]}, 422, "queries.0"),
+    ("/search", {"queries": ["q"], "collection_names": [None]}, 422, "collection_names.0"),
+    ("/search", {"queries": ["q"], "collection_names": ["sample"], "k": None}, 422, "k"),
+    ("/search", {"queries": ["q"], "collection_names": ["sample"], "k": 2.5}, 422, "k"),
+    ("/search", {"messages": [{"role": "system", "content": "be brief"}], "collection_names": ["sample"]}, 422,
+     "messages: no user message"),
+    ("/search", {"messages": [{"role": "user", "content": "  "}], "collection_names": ["sample"]}, 422,
+     "messages: no user message"),
+    ("/search", {"queries": None, "messages": None, "collection_names": ["sample"]}, 422, "queries: give"),
+    ("/search", {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+                 "collection_names": ["sample"]}, 422, "messages.0.content"),
 ]
 
 
@@ -266,6 +380,26 @@ def test_oversized_bodies_are_refused_before_they_are_read(client: httpx.Client,
     assert response.status_code == 413
 
 
+@pytest.mark.xfail(strict=True, reason="planner bug, not the server's: a question of 1001-2000 characters planned "
+                   "as one subquery fails MAX_SUBQUERY_CHARS (1000), and QueryPlannerAgent._offline's `assert` fires")
+def test_a_long_question_within_the_limit_is_not_a_500(client: httpx.Client):
+    question = "Which of these words " + "word " * 250 + "came first?"  # 1,282 characters, under 2,000
+    assert client.post("/query", json={"question": question}).status_code == 200
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+                                          None])
+def test_a_body_that_is_not_declared_json_is_415(client: httpx.Client, content_type: str | None):
+    # What a web page can send cross-site without a CORS preflight: refused, so it cannot start runs here.
+    headers = {"Content-Type": content_type} if content_type else {}
+    for path in ("/query", "/search", "/workflows/dagrag/run-nowait"):
+        response = client.post(path, content=json.dumps({"question": DERRICKSON}).encode(), headers=headers)
+        assert response.status_code == 415, path
+        assert response.json()["field"] == "content-type"
+    assert client.post("/query", json={"question": "ok?"},
+                       headers={"Content-Type": "application/json; charset=utf-8"}).status_code == 200
+
+
 def test_unknown_routes_and_methods_are_4xx(client: httpx.Client):
     assert client.get("/query").status_code in (404, 405)  # the WorkflowServer's UI mount answers unknown GETs
     assert client.post("/workflows/nothing/run", json={"start_event": {"query": "q"}}).status_code == 404
@@ -274,22 +408,71 @@ def test_unknown_routes_and_methods_are_4xx(client: httpx.Client):
 
 # --- limits -----------------------------------------------------------------------------------------------
 
-def test_over_the_run_limit_is_429_with_retry_after(make_server):
-    with make_server(serve_max_runs=1, serve_queue_wait_s=0) as server, \
+EVERY_WAY_TO_START_A_RUN = [
+    ("/query", {"question": DERRICKSON}), ("/query/stream", {"question": DERRICKSON}),
+    ("/search", {"queries": [DERRICKSON], "collection_names": ["sample"]}),
+    ("/workflows/dagrag/run", {"start_event": {"query": DERRICKSON}}),
+    ("/workflows/dagrag/run-nowait", {"start_event": {"query": DERRICKSON}})]
+
+
+def assert_all_refused(http: httpx.Client) -> None:
+    for path, body in EVERY_WAY_TO_START_A_RUN:
+        refused = http.post(path, json=body)
+        assert refused.status_code == 429, path
+        assert int(refused.headers["retry-after"]) >= 1 and "busy" in refused.json()["detail"]
+
+
+def runs_in_flight(http: httpx.Client) -> float:
+    line = next(x for x in http.get("/metrics").text.splitlines() if x.startswith("dagrag_runs_in_flight "))
+    return float(line.split()[1])
+
+
+def wait_for_idle(http: httpx.Client) -> None:
+    """Until no run holds a slot (a finished run frees its slot just after its last event is out)."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while runs_in_flight(http) != 0:
+        assert time.monotonic() < deadline, "a slot was never freed"
+        time.sleep(0.05)
+
+
+def test_over_the_run_limit_is_429_with_retry_after(make_server, reranker):
+    gate = GatedScorer(reranker.scorer)
+    with make_server(gate=gate, serve_max_runs=1, serve_queue_wait_s=0) as server, \
             httpx.Client(base_url=server.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
         with http.stream("POST", "/query/stream", json={"question": KISS_AND_TELL}) as first:
-            assert first.status_code == 200  # holds the only slot until its stream ends
-            for path, body in [("/query", {"question": DERRICKSON}), ("/query/stream", {"question": DERRICKSON}),
-                               ("/search", {"queries": [DERRICKSON], "collection_names": ["sample"]}),
-                               ("/workflows/dagrag/run", {"start_event": {"query": DERRICKSON}}),
-                               ("/workflows/dagrag/run-nowait", {"start_event": {"query": DERRICKSON}})]:
-                refused = http.post(path, json=body)
-                assert refused.status_code == 429, path
-                assert int(refused.headers["retry-after"]) >= 1 and "busy" in refused.json()["detail"]
+            assert first.status_code == 200
+            assert gate.reached.wait(HANG_GUARD_S)  # its run is under way and holds the only slot
+            assert_all_refused(http)
+            gate.gate.set()
             assert sse_events(first)[-1][0] == "result"
+        wait_for_idle(http)
         assert http.post("/query", json={"question": DERRICKSON}).status_code == 200  # the slot is free again
-        metrics = http.get("/metrics").text
-        assert "dagrag_runs_rejected_total 5.0" in metrics
+        assert "dagrag_runs_rejected_total 5.0" in http.get("/metrics").text
+
+
+def test_a_workflow_server_run_holds_its_slot_until_it_ends(make_server, reranker):
+    """run-nowait answers at once, but its run counts against SERVE_MAX_RUNS until it has finished."""
+    gate = GatedScorer(reranker.scorer)
+    with make_server(gate=gate, serve_max_runs=1, serve_queue_wait_s=0) as server, \
+            httpx.Client(base_url=server.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
+        started = http.post("/workflows/dagrag/run-nowait", json={"start_event": {"query": KISS_AND_TELL}})
+        assert started.status_code == 200, started.text
+        handler_id = started.json()["handler_id"]
+        assert gate.reached.wait(HANG_GUARD_S)
+        assert runs_in_flight(http) == 1
+        assert_all_refused(http)  # run-nowait too: it cannot stack up runs behind the limit
+        gate.gate.set()
+        with http.stream("GET", f"/events/{handler_id}", params={"sse": "true"}) as stream:
+            assert [e["type"] for _, e in sse_events(stream)][-1] == "StopEvent"
+        wait_for_idle(http)
+        assert http.get(f"/handlers/{handler_id}").json()["status"] == "completed"
+
+        # A request the WorkflowServer refuses starts no run, and gives its slot back.
+        refused = http.post("/workflows/dagrag/run", json={"start_event": {"query": DERRICKSON}, "context": {"a": 1}})
+        assert refused.status_code == 400
+        assert runs_in_flight(http) == 0
+        waited = http.post("/workflows/dagrag/run", json={"start_event": {"query": DERRICKSON}})
+        assert waited.status_code == 200 and waited.json()["status"] == "completed"
 
 
 def test_a_client_leaving_a_stream_frees_its_slot(make_server):

@@ -7,6 +7,9 @@
     POST /query               the QueryResult
     POST /query/stream        progress events, then the QueryResult, as server-sent events
     *    /workflows/dagrag/…, /events/…, /handlers/…   WorkflowServer's routes, the QueryWorkflow named `dagrag`
+
+No CORS headers unless SERVE_CORS_ORIGINS names origins (WorkflowServer's own default, any origin with
+credentials, is replaced).
 """
 
 from __future__ import annotations
@@ -14,18 +17,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from llama_agents.server import WorkflowServer
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 from workflows.errors import WorkflowTimeoutError
+from workflows.representation.build import get_workflow_representation
 
 from ..core.errors import (
     CollectionNotFoundError,
@@ -49,9 +58,20 @@ PROGRESS_EVENTS = (PlanChosen, LayerStarted, SubqueryDone, LayerDone, AnswerWrit
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def create_app(service: DagragService) -> ServerMiddleware:
+class PassThrough:
+    """A middleware that does nothing: WorkflowServer adds permissive CORS unless given a non-empty list."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
+def create_app(service: DagragService) -> ASGIApp:
     """The whole server as one ASGI app over a built stack (`DagragService.from_settings(settings)`)."""
-    workflow_server = WorkflowServer()
+    # WorkflowServer's default middleware lets any web page call it with credentials; CORS is ours (below).
+    workflow_server = WorkflowServer(middleware=[Middleware(PassThrough)])
     workflow_server.add_workflow(WORKFLOW_NAME, service.served_workflow)
 
     @asynccontextmanager
@@ -67,12 +87,21 @@ def create_app(service: DagragService) -> ServerMiddleware:
         Route("/search", guarded(search, service), methods=["POST"]),
         Route("/query", guarded(query, service), methods=["POST"]),
         Route("/query/stream", guarded(query_stream, service), methods=["POST"]),
+        Route(f"/workflows/{WORKFLOW_NAME}/representation", guarded(representation, service), methods=["GET"]),
         Mount("/", app=workflow_server.app),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.service = service
     app.state.workflow_server = workflow_server
-    return ServerMiddleware(app, service)
+    served: ASGIApp = ServerMiddleware(app, service)
+    origins = service.settings.serve_cors_origins
+    if origins:
+        # Outside the key check: a browser's preflight (OPTIONS) never carries the Authorization header.
+        # Bearer keys, not cookies, so no credentials mode.
+        served = CORSMiddleware(served, allow_origins=origins, allow_methods=["GET", "POST"],
+                                allow_headers=["Authorization", "Content-Type", "X-Request-ID", "Last-Event-ID"],
+                                expose_headers=["X-Request-ID", "Retry-After"], max_age=600)
+    return served
 
 
 def guarded(route: Callable[[Request, DagragService], Awaitable[Response]], service: DagragService) -> Handler:
@@ -136,6 +165,25 @@ async def ready(request: Request, service: DagragService) -> Response:
 
 async def metrics(request: Request, service: DagragService) -> Response:
     return Response(service.metrics.render(), media_type=CONTENT_TYPE)
+
+
+def finite(value: Any) -> Any:
+    """JSON without NaN or Infinity (which JSON does not have): such floats become null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    return value
+
+
+async def representation(request: Request, service: DagragService) -> Response:
+    """WorkflowServer's `/workflows/dagrag/representation` (its debugger draws it), made valid JSON: an event's
+    schema holds a default of infinity (a run's open deadline), on which WorkflowServer's own route fails."""
+    # The QueryWorkflow's class, not the served subclass: the same steps, and the name and docstring users know.
+    graph = get_workflow_representation(type(service.query_workflow))
+    return JSONResponse({"graph": finite(graph.model_dump())})
 
 
 def checked_question(body: QueryBody, limit: int) -> tuple[str, list[str]]:
@@ -226,12 +274,33 @@ class SlotStreamingResponse(StreamingResponse):
             self.release()
 
 
+JSONL_LINE = re.compile(r"^(?P<file>.+\.jsonl)(?P<line>:\d+)$", re.IGNORECASE)
+
+
+def public_source(source: str) -> str:
+    """A passage's `source` as a client may see it: where it is in the documents, not where they sit on the server.
+
+    Ingest names a document inside an ingested folder by its path in that folder (the user's own naming: kept),
+    but a JSONL record by the path the ingest command was given (`/srv/data/corpus.jsonl:12`): that becomes
+    `corpus.jsonl:12`. Any other absolute path keeps only its file name.
+    """
+    jsonl = JSONL_LINE.match(source)
+    if jsonl:
+        return PureWindowsPath(PurePosixPath(jsonl["file"]).name).name + jsonl["line"]
+    if PurePosixPath(source).is_absolute() or PureWindowsPath(source).is_absolute():
+        return PureWindowsPath(PurePosixPath(source).name).name
+    return source
+
+
 def evidence_metadata(source: Source, reports: dict[str, SubqueryReport], collection: str) -> dict[str, Any]:
+    """The passage's own scalar metadata (title, section, page…; `source` made public) plus where the DAG found it."""
     metadata = {key: value for key, value in source.metadata.items() if isinstance(value, str | int | float | bool)}
     title = str(source.metadata.get("title") or "")
-    metadata.update({"title": title, "name": metadata.get("name", title), "source": metadata.get("source", title),
+    place = public_source(metadata["source"]) if isinstance(metadata.get("source"), str) else title
+    metadata.update({"title": title, "name": metadata.get("name", title), "source": place,
                      "node_id": source.node_id, "subquery_id": source.subquery_id,
-                     "rank_in_subquery": source.rank_in_subquery, "collection_name": collection})
+                     "rank_in_subquery": source.rank_in_subquery, "score": round(float(source.score), 6),
+                     "collection_name": collection})
     report = reports.get(source.subquery_id)
     if report is not None:  # the plan's subquery, and what was searched for it (a hop's `{s1}` filled in)
         metadata.update({"subquery": report.text, "searched_as": report.searched_as or report.text})

@@ -1,4 +1,5 @@
-"""The layer every request passes: request id, auth, body limit, start-event checks, one JSON log line, metrics.
+"""The layer every request passes: request id, auth, body limit and type, start-event checks, the run slot of a
+WorkflowServer run, one JSON log line, metrics.
 
 A plain ASGI middleware (no per-route decorators), so the WorkflowServer's routes get the same treatment as
 dagrag's own. The body is read here once, up to SERVE_MAX_BODY_BYTES, and replayed to the route.
@@ -15,13 +16,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Settings
 from ..core.errors import InvalidQuestionError
 from ..core.inputs import check_history, check_question
-from .schemas import BadRequest, parse_json
-from .service import DagragService, RunSlotsBusy
+from ..core.plan import Plan
+from ..work_flows.events import QueryStarted
+from .schemas import BadRequest, is_json_media_type, parse_json
+from .service import PENDING_SLOT, DagragService, RunSlotsBusy, SlotGrant
 
 access_log = logging.getLogger("dagrag.server.access")
 
@@ -29,6 +33,8 @@ WORKFLOW_NAME = "dagrag"  # the QueryWorkflow's name on the WorkflowServer
 OPEN_PATHS = frozenset({"/health"})  # liveness needs no key: load balancers and orchestrators probe it
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 WORKFLOW_RUN = re.compile(r"^/workflows/(?P<name>[^/]+)/(?P<kind>run|run-nowait)$")
+START_EVENT_FIELDS = frozenset(QueryStarted.model_fields)  # query, history, plan
+MAX_HANDLER_ID_CHARS = 128
 # Route templates for metrics and logs: a label per template, never per handler id.
 TEMPLATES = [
     (re.compile(r"^/workflows/[^/]+/(run|run-nowait|schema|representation|events)$"),
@@ -137,6 +143,14 @@ class ServerMiddleware:
                 chunks.append(chunk)
                 more = message.get("more_body", False)
             body = b"".join(chunks)
+            content_type = headers.get("content-type", "")
+            # JSON only: it also keeps a web page from starting runs here with a form or a text/plain POST,
+            # which a browser sends cross-site without asking (a JSON body needs a CORS preflight first).
+            if body and not is_json_media_type(content_type):
+                got = f"got {content_type!r}" if content_type else "none given"
+                await send_json(send, 415, {"detail": f"content-type: expected application/json, {got}",
+                                            "field": "content-type"})
+                return
         replay = _replaying(body, receive)
 
         run = WORKFLOW_RUN.match(path) if scope["method"] == "POST" else None
@@ -148,20 +162,21 @@ class ServerMiddleware:
         except BadRequest as error:
             await send_json(send, error.status, error.body())
             return
+        # Every run counts against SERVE_MAX_RUNS, however it was started: the slot is taken here, before the
+        # WorkflowServer answers, and the run it starts keeps it until the run ends (SlotGrant).
         slots = self.service.slots
-        if run.group("kind") == "run-nowait":
-            # The run outlives this request, so it cannot hold a slot; it is refused while all are busy.
-            if not slots.has_room():
-                slots.metrics.rejected.inc()
-                await self._busy(send, slots.retry_after_s())
-                return
-            await self.app(scope, replay, send)
-            return
         try:
-            async with slots.hold():
-                await self.app(scope, replay, send)
+            await slots.acquire()
         except RunSlotsBusy as busy:
             await self._busy(send, busy.retry_after_s)
+            return
+        grant = SlotGrant(slots)
+        token = PENDING_SLOT.set(grant)
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            PENDING_SLOT.reset(token)
+            grant.release_unclaimed()
 
     def _authorized(self, headers: dict[str, str]) -> bool:
         scheme, _, token = headers.get("authorization", "").partition(" ")
@@ -187,6 +202,13 @@ class ServerMiddleware:
             fields = fields["value"]  # an event envelope: {"type": ..., "value": {...}}
         if not isinstance(fields, dict):
             raise BadRequest(422, where, f"expected a JSON object, got {type(fields).__name__}")
+        unknown = sorted(set(fields) - START_EVENT_FIELDS)
+        if unknown:  # as /query does: a misspelt field would otherwise be dropped without a word
+            raise BadRequest(422, f"{where}.{unknown[0][:64]}",
+                             f"unknown field; the start event takes {', '.join(sorted(START_EVENT_FIELDS))}")
+        handler_id = data.get("handler_id")
+        if handler_id is not None and not (isinstance(handler_id, str) and len(handler_id) <= MAX_HANDLER_ID_CHARS):
+            raise BadRequest(422, "handler_id", f"expected a string of at most {MAX_HANDLER_ID_CHARS} characters")
         limit = self.service.settings.max_question_chars
         try:
             check_question(fields.get("query"), limit)
@@ -196,6 +218,13 @@ class ServerMiddleware:
             check_history(fields.get("history"), limit)
         except InvalidQuestionError as error:
             raise BadRequest(422, f"{where}.history", str(error)) from None
+        if fields.get("plan") is not None:
+            try:
+                Plan.model_validate(fields["plan"])
+            except ValidationError as error:
+                first = error.errors(include_url=False, include_input=False)[0]
+                place = ".".join(str(part) for part in ("plan", *first["loc"]))
+                raise BadRequest(422, f"{where}.{place}", first["msg"]) from None
 
     async def _too_large(self, send: Send) -> None:
         await send_json(send, 413, {"detail": f"body: larger than {self.max_body} bytes (SERVE_MAX_BODY_BYTES)",

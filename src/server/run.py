@@ -29,6 +29,10 @@ def check_bind(host: str, settings: Settings) -> None:
         raise ServerConfigError(
             f"refusing to listen on {host} without an API key: set DAGRAG_API_KEY (clients then send "
             "'Authorization: Bearer <key>'), or bind 127.0.0.1")
+    if settings.api_key is None and "*" in settings.serve_cors_origins:
+        # Without a key, any web page the user opens could query this server and read the answers.
+        raise ServerConfigError("refusing DAGRAG_SERVE_CORS_ORIGINS=* without DAGRAG_API_KEY: name the origins "
+                                "that may call the server, or set a key")
 
 
 def configure_logging() -> None:

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 # Open WebUI's external retrieval contract, as AarhusAI/retrieval-agent implements it.
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
@@ -62,18 +62,19 @@ class SearchBody(BaseModel):
                 raise ValueError(f"{name[:140]!r} does not match {COLLECTION_NAME.pattern}")
         return names
 
-    @model_validator(mode="after")
-    def _something_to_search(self) -> SearchBody:
-        if not self.queries and not any(m.role == "user" and m.content.strip() for m in self.messages or []):
-            raise ValueError("give 'queries' or 'messages' with a non-empty user message")
-        return self
-
     def questions(self) -> list[tuple[str, list[str]]]:
-        """(question, history) pairs to search: each query alone, else the last user message after the others."""
+        """(question, history) pairs to search: each query alone, else the last user message after the others.
+
+        BadRequest naming `queries` or `messages` when there is nothing to search."""
         if self.queries:
             return [(query, []) for query in self.queries]
         messages = self.messages or []
-        last = max(i for i, m in enumerate(messages) if m.role == "user" and m.content.strip())
+        users = [i for i, m in enumerate(messages) if m.role == "user" and m.content.strip()]
+        if not users:
+            if self.messages:
+                raise BadRequest(422, "messages", "no user message with text: the last one is the question")
+            raise BadRequest(422, "queries", "give 'queries', or 'messages' with a non-empty user message")
+        last = users[-1]
         return [(messages[last].content, [m.content for m in messages[:last]])]
 
 
@@ -89,6 +90,12 @@ class QueryBody(BaseModel):
         return [turn if isinstance(turn, str) else turn.content for turn in self.history or []]
 
 
+def is_json_media_type(content_type: str) -> bool:
+    """`application/json` or `application/<x>+json`, parameters (`; charset=utf-8`) aside."""
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 def parse_json(raw: bytes) -> Any:
     if not raw.strip():
         raise BadRequest(400, "body", "empty; send a JSON object")
@@ -99,6 +106,8 @@ def parse_json(raw: bytes) -> Any:
     except json.JSONDecodeError as error:
         raise BadRequest(400, "body", f"malformed JSON ({error.msg} at line {error.lineno} column {error.colno})"
                          ) from None
+    except RecursionError:  # json's parser recurses per level: `[[[[…` a few thousand deep would be a 500
+        raise BadRequest(400, "body", "JSON nested too deeply") from None
 
 
 def parse_body(model: type[BaseModel], raw: bytes) -> Any:

@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM
     from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from workflows import Context
+    from workflows.events import StartEvent
+    from workflows.handler import WorkflowHandler
 
     from ..agents.reranker import PairScorer, RerankerAgent
 
@@ -56,6 +60,7 @@ class RunSlots:
         self.metrics = metrics
         self.in_flight = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._watchers: set[asyncio.Task[None]] = set()
         self._recent_run_s = 1.0  # moving average of run durations: what Retry-After promises
 
     def retry_after_s(self) -> int:
@@ -104,6 +109,64 @@ class RunSlots:
         finally:
             self.release(time.perf_counter() - started)
 
+    def release_when_done(self, handler: WorkflowHandler[Any]) -> None:
+        """Free a slot taken for `handler`'s run when that run ends, however it ends (result, error, cancel)."""
+        started = time.perf_counter()
+
+        async def watch() -> None:
+            try:
+                await handler
+            except BaseException:  # the run's outcome is its handler's business: only its end matters here
+                pass
+            finally:
+                self.release(time.perf_counter() - started)
+
+        task = asyncio.get_running_loop().create_task(watch())
+        self._watchers.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._watchers.discard)
+
+
+class SlotGrant:
+    """A run slot a request to the WorkflowServer took before its run exists; the run takes it over.
+
+    A WorkflowServer run outlives its request (`run-nowait` returns at once; `run` goes on if the client leaves),
+    so the slot follows the run: `ServedQueryWorkflow.run` claims the grant of the request that started it, and
+    the slot comes free when the run ends. A request that started no run (refused by the WorkflowServer) gives
+    its slot back when it ends.
+    """
+
+    def __init__(self, slots: RunSlots) -> None:
+        self.slots = slots
+        self.started = time.perf_counter()
+        self.claimed = False
+
+    def hand_to(self, handler: WorkflowHandler[Any]) -> None:
+        if not self.claimed:
+            self.claimed = True
+            self.slots.release_when_done(handler)
+
+    def release_unclaimed(self) -> None:
+        if not self.claimed:
+            self.claimed = True
+            self.slots.release(time.perf_counter() - self.started)
+
+
+# The grant of the request now calling into the WorkflowServer: set by the middleware around the call, read by
+# ServedQueryWorkflow.run, which the WorkflowServer calls in that same task.
+PENDING_SLOT: ContextVar[SlotGrant | None] = ContextVar("dagrag_pending_slot", default=None)
+
+
+class ServedQueryWorkflow(QueryWorkflow):
+    """The QueryWorkflow the WorkflowServer drives: each run holds the run slot its request took until it ends."""
+
+    def run(self, ctx: Context | None = None, start_event: StartEvent | None = None,
+            **kwargs: Any) -> WorkflowHandler[Any]:
+        handler = super().run(ctx=ctx, start_event=start_event, **kwargs)
+        grant = PENDING_SLOT.get()
+        if grant is not None:
+            grant.hand_to(handler)
+        return handler
+
 
 class EvidenceOnlyWriter:
     """/search returns evidence, not an answer: the writer role does nothing (no LLM call, no sentences)."""
@@ -134,7 +197,7 @@ class DagragService:
         self.slots = RunSlots(settings.serve_max_runs, settings.serve_queue_wait_s, self.metrics)
         self.query_workflow = QueryWorkflow(**vars(agents), settings=settings)
         # WorkflowServer drives its own instance: it wraps runs in its runtime (persisted ticks, handlers).
-        self.served_workflow = QueryWorkflow(**vars(agents), settings=settings)
+        self.served_workflow = ServedQueryWorkflow(**vars(agents), settings=settings)
         self._searchers: dict[str, Any] = {settings.collection: agents.searcher}
         self._search_workflows: OrderedDict[tuple[str, int], QueryWorkflow] = OrderedDict()
         self._building = asyncio.Lock()
