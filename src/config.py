@@ -129,6 +129,10 @@ class Settings(BaseSettings):
         True, description="The offline bridge hop runs only when s1's best document leaves a word of the question "
         "unexplained (else its share of the budget goes to s1), and an uncovered hop hands the writer nothing. "
         "Off: every bridge hop runs and keeps its share.")
+    bridge_deeper_hops: bool = Field(
+        True, description="Offline bridge chains grow past two hops: after each hop, another `{sN}` hop while a word "
+        "of the question is on no kept page and the last hop explained a new one (up to SUBQUERY_MAX and "
+        "CONTEXT_BUDGET subqueries); a deeper hop that explains nothing new hands the writer nothing.")
     hybrid: bool = Field(
         True, description="Dense + BM25 sparse retrieval fused with RRF; new collections get sparse vectors.")
     resolve_with_llm: bool = Field(

@@ -2,9 +2,13 @@
 
 It is the planner when no LLM is configured and the fallback when the LLM's plan cannot be used.
 Rules: a comparison of two named entities ("Were X and Y ...", "Which ..., X or Y?", "both X and Y")
-becomes one subquery per entity; any other question becomes a two-hop bridge plan (s1 finds the page
-the question describes, s2 asks the question again about the entity s1's page names, `{s1}`), or the
-single-query plan when bridging is off.
+becomes one subquery per entity; a bridge-comparison, one that compares what a relation of each entity
+names ("Which film has the director born earlier, X or Y?", "Who was born first, the director of X or the
+director of Y?"), becomes two chains: s1, s2 find each entity's page, s3 = `{s1} <attribute>` and
+s4 = `{s2} <attribute>` the pages those name (the director's); any other question becomes a two-hop
+bridge plan (s1 finds the page the question describes, s2 asks the question again about the entity s1's
+page names, `{s1}`; work_flows/deeper_hops.py adds a third or fourth hop when the question still needs
+one), or the single-query plan when bridging is off.
 """
 
 from __future__ import annotations
@@ -33,6 +37,28 @@ CUE_ATTRIBUTES = {
 PRONOUNS = {"he": "", "she": "", "it": "", "they": "", "him": "", "them": "",
             "his": "'s", "her": "'s", "its": "'s", "their": "'s"}
 _WORD = re.compile(r"\S+")
+# Relations that name a second entity (a person, mostly) whose own page holds what is compared: "the film's
+# director", "the author of the novel". A bridge-comparison asks about one of these for each side.
+RELATION_WORDS = frozenset(
+    """director author composer performer producer writer screenwriter lyricist creator founder father mother
+    spouse husband wife son daughter editor publisher architect designer developer manufacturer owner""".split()
+)
+# What kind of thing the compared entities are ("Which *film* has the director ..."): not an attribute.
+KIND_WORDS = frozenset(
+    """film films movie movies song songs album albums book books novel novels band bands play plays series show
+    shows company companies work works""".split()
+)
+_PLURAL_RELATION = {f"{word}s": word for word in RELATION_WORDS}
+_RELATION = "|".join(sorted(RELATION_WORDS, key=len, reverse=True))
+# The relation as a link to a second entity: "has the director", "whose director", "the director(s) of".
+_RELATION_LINK = re.compile(
+    rf"\b(?:(?:has|have|had|with)\s+the|whose)\s+({_RELATION})s?\b|\bthe\s+({_RELATION})s?\s+of\b",
+    re.IGNORECASE)
+_KIND = "|".join(sorted(KIND_WORDS, key=len, reverse=True))
+# "..., the director of film X or the director of film Y?": each side names its relation.
+_RELATION_OF_EACH = re.compile(
+    rf"\bthe\s+({_RELATION})\s+of\s+(?:the\s+)?(?:(?:{_KIND})\s+)?(.+?)\s+or\s+the\s+\1\s+of\s+"
+    rf"(?:the\s+)?(?:(?:{_KIND})\s+)?(.+?)\s*\??$", re.IGNORECASE)
 BRIDGE_MIN_CONTENT_WORDS = 3  # "Who is he?" has nothing for a second hop to build on
 
 
@@ -150,6 +176,51 @@ def find_comparison(question: str) -> Comparison | None:
     return Comparison(entities=entities, predicate=_predicate(question, entities))
 
 
+@dataclass(frozen=True)
+class BridgeComparison:
+    entities: tuple[str, str]
+    relation: str  # "director": what of each entity the chain goes through
+    attribute: list[str]  # what is compared about the related entity ("born", "died first")
+
+
+def find_bridge_comparison(question: str) -> BridgeComparison | None:
+    """A comparison of a relation of two entities ("Which film has the director born earlier, X or Y?"), or None.
+
+    The relation must link to a second entity ("has the director", "whose director", "the director of"):
+    in "Which film director is younger, X or Y?" the directors are the entities themselves.
+    """
+    each = _RELATION_OF_EACH.search(question.rstrip())
+    if each is not None:
+        relation, left, right = each.group(1).lower(), _clean(each.group(2)), _clean(each.group(3))
+        entities: tuple[str, str] | None = (left, right) if left and right and left.lower() != right.lower() else None
+    else:
+        link = _RELATION_LINK.search(question)
+        comparison = find_comparison(question) if link is not None else None
+        entities = comparison.entities if comparison is not None else None
+        relation = (link.group(1) or link.group(2)).lower() if link is not None else ""
+    if entities is None:
+        return None
+    entity_words = set(content_words(" ".join(entities)))
+    words = [w for w in content_words(question) if w not in entity_words and w not in AUXILIARIES
+             and w not in KIND_WORDS and _PLURAL_RELATION.get(w, w) not in RELATION_WORDS
+             and w not in ("both", "same", "either", "whose")]
+    # The mapped attribute ("older" -> "born") is what the related entity's page states; the word as asked
+    # stays too, so the hop shares a word with the question (plans are checked for that).
+    attribute = list(dict.fromkeys([CUE_ATTRIBUTES.get(w, w) for w in words] + words))
+    return BridgeComparison(entities=entities, relation=relation, attribute=attribute)
+
+
+def bridge_comparison_plan(question: str, found: BridgeComparison) -> Plan:
+    """Two chains, one layer each: s1, s2 find each entity's page and the related entity it names; s3, s4 search
+    each related entity's page for the attribute; the writer compares."""
+    firsts = [SubQuery(id=f"s{i}", text=f"{entity} {found.relation}", hints=Hints(must_include=[entity]))
+              for i, entity in enumerate(found.entities, start=1)]
+    attribute = " ".join(found.attribute) or found.relation
+    hops = [SubQuery(id=f"s{i + 2}", text=f"{{{first.id}}} {attribute}", parents=[first.id])
+            for i, first in enumerate(firsts, start=1)]
+    return Plan(query=question, subqueries=[*firsts, *hops])
+
+
 def bridge_plan(question: str) -> Plan:
     """Hop 1 searches the question as asked; hop 2 searches it again about the entity hop 1 found."""
     return Plan(query=question, subqueries=[
@@ -162,6 +233,9 @@ def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 
     """The rule-based plan for a (standalone) question."""
     if not enable_dag or subquery_max < 2:
         return single_query_plan(question)
+    bridge_comparison = find_bridge_comparison(question) if bridge and subquery_max >= 4 else None
+    if bridge_comparison is not None:
+        return bridge_comparison_plan(question, bridge_comparison)
     comparison = find_comparison(question)
     if comparison is None:
         worth_a_hop = bridge and len(content_words(question)) >= BRIDGE_MIN_CONTENT_WORDS

@@ -110,12 +110,13 @@ def holds_back(policy: RetrievalPolicy, plan: ExecutedPlan, sq: SubQuery, *, cov
 
 
 def passages_handed_over(policy: RetrievalPolicy, run: QueryRun) -> dict[str, list[NodeWithScore]]:
-    """Each subquery's ranked passages that may reach the writer (rule 2); the evidence picks from these."""
+    """Each subquery's ranked passages that may reach the writer (rule 2, and deeper hops that added nothing:
+    deeper_hops.py); the evidence picks from these."""
     rankings = dict(run.ranked)
     for sq in run.plan.subqueries:
         report = run.reports.get(sq.id)
-        if sq.id in rankings and holds_back(policy, run.plan, sq,
-                                            covered=report is not None and report.status == "covered"):
+        if sq.id in rankings and (sq.id in run.idle_hops or holds_back(
+                policy, run.plan, sq, covered=report is not None and report.status == "covered")):
             rankings[sq.id] = []
     return rankings
 

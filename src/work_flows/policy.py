@@ -35,6 +35,8 @@ class RetrievalPolicy:
     bridge_rerank_top: int
     bridge_title_boost: float
     bridge_when_needed: bool
+    bridge_deeper_hops: bool
+    subquery_max: int
     verify_backtrack: bool
 
     @classmethod
@@ -47,6 +49,7 @@ class RetrievalPolicy:
             attribution_top_n=settings.attribution_top_n, context_budget=settings.context_budget,
             bridge_max_entities=settings.bridge_max_entities, bridge_rerank_top=settings.bridge_rerank_top,
             bridge_title_boost=settings.bridge_title_boost, bridge_when_needed=settings.bridge_when_needed,
+            bridge_deeper_hops=settings.bridge_deeper_hops, subquery_max=settings.subquery_max,
             verify_backtrack=settings.verify_backtrack)
 
 
@@ -85,9 +88,23 @@ def pool_size(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, attempt: int
     return base + widening(policy, attempt)
 
 
+def ancestors(plan: ExecutedPlan, sq: SubQuery) -> list[str]:
+    """Every subquery `sq` builds on, directly or through its parents (nearest first)."""
+    by_id = {other.id: other for other in plan.subqueries}
+    found: list[str] = []
+    todo = list(sq.parents)
+    while todo:
+        parent = todo.pop(0)
+        if parent in by_id and parent not in found:
+            found.append(parent)
+            todo.extend(by_id[parent].parents)
+    return found
+
+
 def parents_kept(run: QueryRun, sq: SubQuery) -> frozenset[str]:
-    """A hop's evidence must be new: the documents its parents keep are not its candidates."""
-    return frozenset(node_id for parent in sq.parents if parent in run.reports
+    """A hop's evidence must be new: the documents its ancestors keep are not its candidates (a third hop that
+    found the first hop's page again would add nothing the writer does not already have)."""
+    return frozenset(node_id for parent in ancestors(run.plan, sq) if parent in run.reports
                      for node_id in run.reports[parent].kept_node_ids)
 
 

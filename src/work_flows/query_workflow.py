@@ -2,7 +2,7 @@
 
     QueryStarted --plan--> PlanReady --schedule--> LayerQueued --search_layer--> LayerSearched --critique-->
         RetryQueued --search_layer--> LayerSearched (weak, uncovered or failed subqueries; SUBQUERY_MAX_ITERS)
-        LayerAccepted --schedule--> LayerQueued (next layer) | EvidenceGathered (none left)
+        LayerAccepted --schedule--> LayerQueued (next layer, or a deeper bridge hop) | EvidenceGathered (none left)
     EvidenceGathered --write--> AnswerDrafted --verify--> StopEvent(result=QueryResult)
                                                       \\--> BacktrackQueued --backtrack--> EvidenceGathered (once)
 
@@ -31,6 +31,7 @@ from ..core.result import RunLedger, Verification, WrittenAnswer
 from ..core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
 from ..core.search import SearchHits
 from ..core.sources import passage_text
+from .deeper_hops import apply_deepening, next_hop
 from .events import (
     AnswerDrafted,
     BacktrackQueued,
@@ -163,7 +164,9 @@ class QueryWorkflow(Workflow):
     async def schedule(self, ctx: Context, ev: PlanReady | LayerAccepted) -> LayerQueued | EvidenceGathered:
         """Queue the next layer that has something to search (a layer of skipped hops is passed over)."""
         next_layer = ev.layer_index + 1 if isinstance(ev, LayerAccepted) else 0
-        while ev.run.plan.requires_retrieval and next_layer < len(ev.run.plan.layers):
+        while ev.run.plan.requires_retrieval:
+            if next_layer >= len(ev.run.plan.layers) and not self._deepen(ev.run):
+                break
             if self._to_search(ctx, ev.run, next_layer):
                 return LayerQueued(run=ev.run, layer_index=next_layer)
             next_layer += 1
@@ -242,6 +245,14 @@ class QueryWorkflow(Workflow):
                 record_skipped_hop(self.policy, run, sq, reason)
                 ctx.write_event_to_stream(SubqueryDone(subquery_id=sq.id, status="skipped"))
         return to_search
+
+    def _deepen(self, run: QueryRun) -> bool:
+        """Grow an offline bridge chain by one hop when the question still needs one (deeper_hops.py)."""
+        deepening = next_hop(self.policy, run)
+        if deepening is None:
+            return False
+        apply_deepening(run, deepening)
+        return deepening.hop is not None
 
     def _evidence(self, run: QueryRun) -> EvidenceGathered:
         sources = select_sources(run.plan, passages_handed_over(self.policy, run),

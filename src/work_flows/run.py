@@ -36,6 +36,8 @@ class QueryRun(BaseModel):
     backtracked: list[str] = Field(default_factory=list, description="Subqueries re-searched after verification.")
     skipped_hops: dict[str, str] = Field(
         default_factory=dict, description="Bridge hops the hop rule did not search, and why (hop_rule.py).")
+    idle_hops: dict[str, str] = Field(
+        default_factory=dict, description="Deeper bridge hops that added nothing, and why (deeper_hops.py).")
     deadline: float = float("inf")
     partial_reason: str | None = None
 

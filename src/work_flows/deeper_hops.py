@@ -1,0 +1,171 @@
+"""Bridge chains deeper than two hops, offline: after each hop, one more hop while the question still needs one.
+
+The rule planner's bridge plan is s1 = the question, s2 = `{s1} <the question>` (agents/rule_planner.py). A
+three- or four-hop question ("What is the main international airport in the birth place of the director of
+The Girl Who Kicked the Hornets' Nest?") needs a page neither of them reaches: s1 finds the film, s2 the
+director, and the airport's page is one more hop away. So when the last layer of such a chain has been
+searched (`next_hop`, asked by `schedule`):
+
+- **a bridge hop** `s{n+1}` = `{sN} <the words still missing>` (parent: the last hop) when some content word
+  of the question is on none of the chain's kept pages (each hop's best passage; first five letters match,
+  as in hop_rule.py) and the last hop moved the chain: it is covered and explained a word its ancestors had
+  left. It searches each named span of the last hop's best page joined with the missing words
+  (agents/bridge.py), away from every ancestor's kept pages.
+- **a name search** `s{n+1}` = `<name> <the words still missing>` when the chain stopped moving but the
+  question names something whose words no kept page explains ("... is Rochester in?", "... where did Germany
+  have imperial interests?"): MuSiQue's questions name the last hop's own subject, and its page is then what
+  is missing. Each name is searched once.
+- **stop** otherwise, or when the plan is full: at most SUBQUERY_MAX subqueries and no more than
+  CONTEXT_BUDGET, since attribution hands the writer one passage per subquery and a hop whose best passage
+  cannot reach the writer is wasted. A deeper hop (s3, s4, ...) that found nothing (uncovered) or explained
+  no missing word (the marginal-gain stop) hands the writer none of its passages, so its slot goes back to
+  the earlier hops' next passages; no bridge hop follows it.
+
+The plan's notes say which hops were added and why, and where the chain stopped. Only the rule planner's
+generic chain grows: an LLM's plan states the hops it judged necessary, and a comparison's subqueries do not
+chain. Off with BRIDGE_DEEPER_HOPS=false.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..agents.bridge import named_spans
+from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
+from ..core.sources import passage_text
+from ..core.text import content_words
+from .hop_rule import bridge_parent, passages_handed_over, unexplained_words
+from .policy import RetrievalPolicy
+from .run import QueryRun
+
+NAME_SPANS_LIMIT = 12  # a question names a handful of things
+POSSESSIVE = re.compile(r"['’]s$")
+
+
+@dataclass(frozen=True)
+class Deepening:
+    """What `next_hop` decided after the chain's last layer: a hop to add, or none; and why."""
+
+    hop: SubQuery | None
+    notes: tuple[str, ...] = ()
+    idle: str | None = None  # the last hop, when it added nothing and hands the writer nothing
+
+
+def bridge_chain(plan: ExecutedPlan) -> list[str]:
+    """The ids of the rule planner's bridge chain in order (s1 = the question, s2 = `{s1} <the question>`, then
+    each hop this module added: `{prev} <question words>`, or a search of question words after prev), or []
+    when the plan is anything else."""
+    if len(plan.subqueries) < 2:
+        return []
+    first, second, *deeper = plan.subqueries
+    if bridge_parent(plan, second) != first.id:
+        return []
+    chain = [first.id, second.id]
+    asked = set(content_words(plan.query))
+    for sq in deeper:
+        words = content_words(PARENT_REFERENCE.sub(" ", sq.text))
+        if sq.parents != [chain[-1]] or parent_references(sq.text) not in ([], sq.parents) or not set(words) <= asked:
+            return []
+        chain.append(sq.id)
+    return chain
+
+
+def _best_passages(policy: RetrievalPolicy, run: QueryRun, ids: list[str]) -> dict[str, str]:
+    """Each subquery's best passage that may reach the writer (hop_rule's rule 2 and idle hops respected)."""
+    handed = passages_handed_over(policy, run)
+    return {sq_id: passage_text(handed[sq_id][0]) for sq_id in ids if handed.get(sq_id)}
+
+
+def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
+    """After the chain's last searched layer: the next hop and why, a stop worth noting, or None (nothing to say)."""
+    if not policy.bridge_deeper_hops or run.path != "dag" or run.partial_reason is not None:
+        return None
+    room = min(policy.subquery_max, policy.context_budget)
+    if room <= 2:
+        return None  # a third hop could never reach the writer (budget 2): nothing to decide, nothing to note
+    chain = bridge_chain(run.plan)
+    if len(chain) < 2 or any(sq_id in run.skipped_hops or sq_id not in run.reports for sq_id in chain):
+        return None
+    last, earlier = chain[-1], chain[:-1]
+    question = run.plan.query
+    best = _best_passages(policy, run, chain)
+    left_before = unexplained_words(question, [best[sq_id] for sq_id in earlier if sq_id in best])
+    gain = [w for w in left_before if last in best and not unexplained_words(w, [best[last]])]
+    report = run.reports[last]
+    moved = report.status == "covered" and bool(gain)  # the last hop reached a page that explains something new
+    notes: list[str] = []
+    idle = None
+    if len(chain) > 2 and not moved:
+        idle = last
+        best.pop(last, None)
+        why = (f"found no page (best {report.best_score or 0.0:.3f}, under COVERAGE_MIN_SCORE "
+               f"{policy.coverage_min_score})" if report.status != "covered"
+               else f"its best passage explains none of the words {', '.join(earlier)} left "
+                    f"({', '.join(left_before)})")
+        notes.append(f"{last} added nothing: it {why}; none of its passages went to the writer")
+    left = unexplained_words(question, list(best.values()))
+    searched_names = {name for sq in run.plan.subqueries for name in sq.hints.must_include}
+    name = unexplained_name(question, left, searched=searched_names)
+    hop_id = _free_id(run.plan)
+    missing = ", ".join(left)
+    hop: SubQuery | None = None
+    if left and moved:
+        hop = SubQuery(id=hop_id, text=f"{{{last}}} {' '.join(left)}", parents=[last])
+        notes.append(f"{hop_id} added: {missing} on none of the kept pages of {', '.join(chain)}, and {last} "
+                     f"explained {', '.join(gain)}: one more hop from {last}'s best page")
+    elif left and name is not None:
+        # The chain stopped moving, but the question names something no kept page explains ("... is Rochester
+        # in?"): that thing's own page is missing, and a search for the name is what is left to try.
+        rest = [w for w in left if w not in set(content_words(name))]
+        hop = SubQuery(id=hop_id, text=" ".join([name, *rest]), parents=[last], hints=Hints(must_include=[name]))
+        notes.append(f"{hop_id} added: the question names {name!r}, which none of the kept pages explains "
+                     f"({missing} on none): a search for it")
+    if hop is not None and len(run.plan.subqueries) >= room:
+        notes[-1] = (f"no hop after {last}: {missing} still on no kept page, but the plan has {room} subqueries "
+                     f"(SUBQUERY_MAX / CONTEXT_BUDGET)")
+        hop = None
+    if hop is None and idle is not None:
+        notes.append("the chain stops")
+    if not notes:
+        return None  # nothing left, or s2 moved nowhere (hop_rule's notes say what happened to it)
+    return Deepening(hop=hop, notes=tuple(notes), idle=idle)
+
+
+def _free_id(plan: ExecutedPlan) -> str:
+    taken = {sq.id for sq in plan.subqueries}
+    number = len(plan.subqueries) + 1
+    while f"s{number}" in taken:
+        number += 1
+    return f"s{number}"
+
+
+def unexplained_name(question: str, left: list[str], *, searched: set[str] | frozenset[str] = frozenset()
+                     ) -> str | None:
+    """The first name the question gives ("Rochester", "Hello Love") whose words are all among `left`, the words
+    no kept page explains, and that no hop has searched yet; a capitalised first word is a sentence opener
+    ("Besides ..."), not a name."""
+    missing = set(left)
+    for span in named_spans(question, "", NAME_SPANS_LIMIT):
+        name = POSSESSIVE.sub("", span)
+        words = content_words(name)
+        opener = question.startswith(span) and len(words) == 1
+        if words and not opener and set(words) <= missing and name not in searched:
+            return name
+    return None
+
+
+def apply_deepening(run: QueryRun, deepening: Deepening) -> None:
+    """Record the decision on the run: the new hop joins the plan (a new last layer), notes, idle hops."""
+    plan = run.plan
+    notes = [*plan.notes, *deepening.notes]
+    if deepening.idle is not None:
+        run.idle_hops[deepening.idle] = deepening.notes[0] if deepening.notes else "added nothing"
+        report = run.reports.get(deepening.idle)
+        if report is not None:
+            report.kept_node_ids = []
+    if deepening.hop is None:
+        run.plan = plan.model_copy(update={"notes": notes})
+        return
+    grown = plan.model_copy(update={"subqueries": [*plan.subqueries, deepening.hop], "notes": notes})
+    run.plan = grown.model_copy(update={"layers": layer_plan(grown)})

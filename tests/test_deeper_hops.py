@@ -1,0 +1,222 @@
+"""Bridge chains deeper than two hops (work_flows/deeper_hops.py) and bridge-comparisons (agents/rule_planner.py).
+
+Pure tests of the depth rule over hand-made runs first, then end to end with the real small models over one
+MuSiQue question's paragraphs, then the rule planner on 2Wiki's bridge-comparison questions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from dagrag import QueryWorkflow, Settings
+from dagrag.agents.rule_planner import bridge_plan, find_bridge_comparison, plan_offline
+from dagrag.core.plan import Plan, PlanOrigin, SubQuery, finalize_plan
+from dagrag.core.result import SubqueryReport
+from dagrag.ingest import ingest_nodes, read_nodes
+from dagrag.work_flows.deeper_hops import apply_deepening, bridge_chain, next_hop
+from dagrag.work_flows.evidence import select_sources
+from dagrag.work_flows.hop_rule import passages_handed_over
+from dagrag.work_flows.policy import RetrievalPolicy, parents_kept, path_of
+from dagrag.work_flows.run import QueryRun
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+POLICY = replace(RetrievalPolicy.from_settings(Settings()), bridge_deeper_hops=True, bridge_when_needed=True,
+                 context_budget=4, subquery_max=4, attribution_top_n=1, coverage_min_score=0.1)
+AIRPORT = "What is the main international airport in the birth place of the director of Hornets' Nest?"
+
+
+def passage(node_id: str, text: str, score: float, title: str) -> NodeWithScore:
+    return NodeWithScore(node=TextNode(id_=node_id, text=text, metadata={"title": title}), score=score)
+
+
+def searched(run: QueryRun, sq_id: str, hits: list[NodeWithScore], *, covered: bool = True) -> None:
+    run.ranked[sq_id] = hits
+    run.reports[sq_id] = SubqueryReport(
+        id=sq_id, text="", layer=run.layer_of(sq_id), status="covered" if covered else "uncovered",
+        best_score=hits[0].score, kept_node_ids=[hits[0].node.node_id])
+
+
+def two_hop_run() -> QueryRun:
+    """s1 found the film (names its director), s2 the director (his birth place): the airport is still missing."""
+    executed = finalize_plan(bridge_plan(AIRPORT), question=AIRPORT, subquery_max=4, origin=PlanOrigin.OFFLINE)
+    assert executed is not None
+    run = QueryRun(question=AIRPORT, plan=executed, path=path_of(POLICY, executed))
+    searched(run, "s1", [passage("film", "Hornets' Nest is a 2009 film directed by Daniel Alfredson.", 0.9,
+                                 "Hornets' Nest (film)"),
+                         passage("film2", "The film was shot in Gothenburg.", 0.5, "Hornets' Nest (film)")])
+    searched(run, "s2", [passage("dir", "Daniel Alfredson is a Swedish film director; his birth place is Stockholm.",
+                                 0.95, "Daniel Alfredson"),
+                         passage("dir2", "Alfredson directed three films.", 0.3, "Daniel Alfredson")])
+    return run
+
+
+# --- pure: when the chain grows, and when it stops ------------------------------------------------------
+
+def test_a_third_hop_follows_the_last_hops_page_for_the_words_no_kept_page_explains():
+    run = two_hop_run()
+    assert bridge_chain(run.plan) == ["s1", "s2"]
+    deepening = next_hop(POLICY, run)
+    assert deepening is not None and deepening.hop is not None
+    assert (deepening.hop.id, deepening.hop.text, deepening.hop.parents) == (
+        "s3", "{s2} main international airport", ["s2"])
+    assert len(deepening.notes) == 1 and deepening.notes[0].startswith("s3 added: main, international, airport")
+    apply_deepening(run, deepening)
+    assert run.plan.layers == [["s1"], ["s2"], ["s3"]] and run.plan.notes == list(deepening.notes)
+    assert bridge_chain(run.plan) == ["s1", "s2", "s3"]
+    assert parents_kept(run, run.plan.subqueries[2]) == {"film", "dir"}  # every ancestor's page, not only s2's
+
+
+def test_a_deeper_hop_that_explains_a_missing_word_keeps_its_slot():
+    run = two_hop_run()
+    apply_deepening(run, next_hop(POLICY, run))
+    searched(run, "s3", [passage("arn", "Stockholm Arlanda Airport is the main international airport of Stockholm.",
+                                 0.9, "Stockholm Arlanda Airport")])
+    assert next_hop(POLICY, run) is None  # every word explained: nothing left to hop for, nothing to note
+    sources = select_sources(run.plan, passages_handed_over(POLICY, run), per_subquery=1, budget=4)
+    assert [s.node_id for s in sources] == ["film", "dir", "arn", "film2"]
+
+
+@pytest.mark.parametrize(("text", "score", "why"), [
+    ("Stockholm has many museums.", 0.9, "explains none of the words s1, s2 left (main, international, airport)"),
+    ("The main international airport of Oslo is Gardermoen.", 0.02, "found no page (best 0.020"),
+])
+def test_a_deeper_hop_that_adds_nothing_hands_over_nothing_and_the_chain_stops(text, score, why):
+    run = two_hop_run()
+    apply_deepening(run, next_hop(POLICY, run))
+    searched(run, "s3", [passage("noise", text, score, "Elsewhere")], covered=score >= POLICY.coverage_min_score)
+    deepening = next_hop(POLICY, run)
+    assert deepening is not None and deepening.hop is None and deepening.idle == "s3"
+    assert why in deepening.notes[0] and deepening.notes[-1] == "the chain stops"
+    apply_deepening(run, deepening)
+    assert run.reports["s3"].kept_node_ids == []
+    sources = select_sources(run.plan, passages_handed_over(POLICY, run), per_subquery=1, budget=4)
+    assert [s.node_id for s in sources] == ["film", "dir", "film2", "dir2"]  # what the two-hop plan handed over
+
+
+ROCHESTER = "What part of the state where the director of Hornets' Nest lives is Rochester in?"
+
+
+def test_when_the_chain_stops_moving_a_name_the_question_gives_and_no_page_explains_is_searched_once():
+    executed = finalize_plan(bridge_plan(ROCHESTER), question=ROCHESTER, subquery_max=4, origin=PlanOrigin.OFFLINE)
+    assert executed is not None
+    run = QueryRun(question=ROCHESTER, plan=executed, path="dag")
+    searched(run, "s1", [passage("film", "Hornets' Nest is a film directed by Daniel Alfredson.", 0.9, "Film")])
+    searched(run, "s2", [passage("dir", "Daniel Alfredson lives in the state of New York.", 0.9, "Alfredson")])
+    bridge = next_hop(POLICY, run)
+    assert bridge is not None and bridge.hop is not None and bridge.hop.text == "{s2} part rochester"
+    apply_deepening(run, bridge)
+    searched(run, "s3", [passage("ny", "New York is a state of the United States.", 0.9, "New York (state)")])
+    deepening = next_hop(POLICY, run)
+    assert deepening is not None and deepening.idle == "s3" and deepening.hop is not None
+    hop = deepening.hop
+    assert (hop.id, hop.text, hop.parents, hop.hints.must_include) == ("s4", "Rochester part", ["s3"], ["Rochester"])
+    assert deepening.notes[1].startswith("s4 added: the question names 'Rochester'")
+    apply_deepening(run, deepening)
+    assert bridge_chain(run.plan) == ["s1", "s2", "s3", "s4"]
+    searched(run, "s4", [passage("kent", "Chatham is a town in Kent.", 0.5, "Chatham")])
+    last = next_hop(replace(POLICY, subquery_max=8, context_budget=8), run)
+    assert last is not None and last.hop is None and last.idle == "s4"  # "Rochester" is not searched again
+
+
+def test_no_hop_when_the_last_hop_explained_nothing_new_or_the_plan_is_full():
+    run = two_hop_run()
+    searched(run, "s2", [passage("same", "Hornets' Nest was directed by Daniel Alfredson.", 0.9, "Reviews")])
+    assert next_hop(POLICY, run) is None  # s2 moved the chain nowhere: no page worth following
+    assert next_hop(replace(POLICY, context_budget=2), two_hop_run()) is None  # budget 2: no third hop, no note
+    full = two_hop_run()
+    apply_deepening(full, next_hop(POLICY, full))
+    searched(full, "s3", [passage("arn", "Arlanda is an airport near Stockholm.", 0.9, "Arlanda")])
+    deepening = next_hop(replace(POLICY, context_budget=3), full)
+    assert deepening is not None and deepening.hop is None and deepening.idle is None
+    assert deepening.notes[0].startswith("no hop after s3: main, international still on no kept page")
+    assert "SUBQUERY_MAX / CONTEXT_BUDGET" in deepening.notes[0]
+    assert next_hop(replace(POLICY, bridge_deeper_hops=False), two_hop_run()) is None
+
+
+def test_only_the_rule_planners_chain_grows():
+    llm_plan = finalize_plan(Plan(query=AIRPORT, subqueries=[
+        SubQuery(id="s1", text="Who directed Hornets' Nest?"),
+        SubQuery(id="s2", text="Where was {s1} born?", parents=["s1"])]), question=AIRPORT, subquery_max=4,
+        origin=PlanOrigin.LLM)
+    assert llm_plan is not None and bridge_chain(llm_plan) == []
+    comparison = "Were Scott Derrickson and Ed Wood of the same nationality?"
+    executed = finalize_plan(plan_offline(comparison), question=comparison, subquery_max=4, origin=PlanOrigin.OFFLINE)
+    assert executed is not None and bridge_chain(executed) == []
+
+
+def test_the_rule_is_a_setting_on_by_default(monkeypatch):
+    assert RetrievalPolicy.from_settings(Settings()).bridge_deeper_hops is True
+    monkeypatch.setenv("DAGRAG_BRIDGE_DEEPER_HOPS", "false")
+    assert RetrievalPolicy.from_settings(Settings()).bridge_deeper_hops is False
+
+
+# --- end to end: a MuSiQue three-hop question with the real models --------------------------------------
+
+MIDWAY = "In which country is Midway, in the same county as McRae in the same state as KAGH-FM?"
+
+
+@pytest.fixture(scope="module")
+def musique_workflow(tmp_path_factory: pytest.TempPathFactory, embed_model, reranker):
+    """A workflow over the 20 paragraphs MuSiQue gives with the Midway question (its gold chain is three pages)."""
+    records = [json.loads(line) for line in (SHARED / "musique_train_sample.jsonl").read_text("utf-8").splitlines()]
+    record = next(r for r in records if r["question"] == MIDWAY)
+    folder = tmp_path_factory.mktemp("musique-midway")
+    (folder / "midway.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    settings = Settings(qdrant_path=folder / "qdrant", collection="midway")
+    ingest_nodes(settings, read_nodes(folder / "midway.jsonl"), embed_model)
+
+    def build(**overrides):
+        return QueryWorkflow.from_settings(Settings(qdrant_path=folder / "qdrant", collection="midway", **overrides),
+                                           embed_model=embed_model, reranker=reranker)
+    return build
+
+
+@pytest.mark.skipif(not (SHARED / "musique_train_sample.jsonl").exists(), reason="needs ../shared/data")
+async def test_a_three_hop_question_grows_a_third_hop_that_reaches_the_last_page(musique_workflow):
+    result = await musique_workflow().run(query=MIDWAY)
+    assert [sq.id for sq in result.plan.subqueries] == ["s1", "s2", "s3"]
+    assert result.plan.subqueries[2].parents == ["s2"] and result.plan.layers == [["s1"], ["s2"], ["s3"]]
+    assert any(note.startswith("s3 added: ") for note in result.plan.notes)
+    titles = {s.metadata["title"] for s in result.sources}
+    assert {"KAGH-FM", "McRae, Arkansas", "Midway (near Pleasant Plains), White County, Arkansas"} <= titles
+    two_hops = await musique_workflow(bridge_deeper_hops=False).run(query=MIDWAY)
+    assert [sq.id for sq in two_hops.plan.subqueries] == ["s1", "s2"]
+
+
+# --- the rule planner: bridge-comparisons as two chains --------------------------------------------------
+
+def test_a_bridge_comparison_becomes_two_chains_one_layer_each():
+    question = "Who was born first, the director of film Kiss Me Kate or the director of film The Cell?"
+    plan = plan_offline(question)
+    assert [(sq.id, sq.text, sq.parents) for sq in plan.subqueries] == [
+        ("s1", "Kiss Me Kate director", []), ("s2", "Cell director", []),
+        ("s3", "{s1} born first", ["s1"]), ("s4", "{s2} born first", ["s2"])]
+    executed = finalize_plan(plan, question=question, subquery_max=4, origin=PlanOrigin.OFFLINE)
+    assert executed is not None and executed.layers == [["s1", "s2"], ["s3", "s4"]] and not executed.notes
+    assert len(plan_offline(question, subquery_max=3).subqueries) < 4  # no room for two chains: no chains
+
+
+@pytest.mark.parametrize("question", [
+    "Which film director is younger, Ed Wood or Scott Derrickson?",  # the directors are the entities
+    "Were Scott Derrickson and Ed Wood of the same nationality?",
+])
+def test_a_plain_comparison_is_no_bridge_comparison(question):
+    assert find_bridge_comparison(question) is None
+
+
+@pytest.mark.skipif(not (SHARED / "2wiki_dev_sample.jsonl").exists(), reason="needs ../shared/data")
+def test_every_2wiki_bridge_comparison_is_planned_as_two_chains_and_nothing_else_is():
+    records = [json.loads(line) for line in (SHARED / "2wiki_dev_sample.jsonl").read_text("utf-8").splitlines()]
+    assert any(r["type"] == "bridge_comparison" for r in records)
+    for record in records:
+        plan = finalize_plan(plan_offline(record["question"]), question=record["question"], subquery_max=4,
+                             origin=PlanOrigin.OFFLINE)
+        assert plan is not None
+        two_chains = len(plan.layers) == 2 and len(plan.layers[0]) == 2 and all(
+            len(sq.parents) == 1 and sq.parents[0] in plan.layers[0] for sq in plan.subqueries[2:])
+        assert two_chains == (record["type"] == "bridge_comparison"), record["question"]
