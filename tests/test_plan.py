@@ -63,6 +63,15 @@ def test_too_many_subqueries_is_reported():
     assert codes(plan, subquery_max=5) == []
 
 
+def test_a_long_question_is_always_a_valid_subquery_of_its_own_plan():
+    # A question may be MAX_QUESTION_CHARS (2,000) long; its single-query plan and its bridge hop must stay valid.
+    question = "Which of these words " + "word " * 300 + "came first?"
+    plan = Plan(query=question, subqueries=[SubQuery(id="s1", text=question),
+                                            SubQuery(id="s2", text="{s1} " + question, parents=["s1"])])
+    assert validate_plan(plan, question=question, subquery_max=4) == []
+    assert codes(plan_of(("s1", "Scott " * 300, []))) == ["text_too_long"]  # a short question's limit is 1,000
+
+
 def test_a_parent_reference_alone_does_not_make_a_subquery_on_topic():
     assert codes(plan_of(("s1", "Ed Wood", []), ("s2", "{s1} birthplace", ["s1"]))) == ["off_topic"]
 

@@ -380,8 +380,6 @@ def test_oversized_bodies_are_refused_before_they_are_read(client: httpx.Client,
     assert response.status_code == 413
 
 
-@pytest.mark.xfail(strict=True, reason="planner bug, not the server's: a question of 1001-2000 characters planned "
-                   "as one subquery fails MAX_SUBQUERY_CHARS (1000), and QueryPlannerAgent._offline's `assert` fires")
 def test_a_long_question_within_the_limit_is_not_a_500(client: httpx.Client):
     question = "Which of these words " + "word " * 250 + "came first?"  # 1,282 characters, under 2,000
     assert client.post("/query", json={"question": question}).status_code == 200

@@ -189,7 +189,8 @@ def parse_plan(text: str, question: str) -> Plan:
 # --- validate ---------------------------------------------------------------------------------------
 
 def _query_limit(question: str) -> int:
-    """Longest acceptable standalone rewrite of the question."""
+    """Longest acceptable standalone rewrite of the question, or subquery: the question itself (the single-query
+    plan's one subquery) and a bridge hop over it (`{s1} <the question>`) always fit, however long the question."""
     return max(MAX_SUBQUERY_CHARS, 2 * len(question))
 
 
@@ -221,9 +222,9 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
             issues.append(PlanIssue(code="duplicate_id", message=f"id {sq.id!r} repeats", subquery_id=sq.id))
         if not sq.text.strip():
             issues.append(PlanIssue(code="empty_text", message=f"{sq.id} has no text", subquery_id=sq.id))
-        elif len(sq.text) > MAX_SUBQUERY_CHARS:
+        elif len(sq.text) > _query_limit(question):
             issues.append(
-                PlanIssue(code="text_too_long", message=f"{sq.id} is over {MAX_SUBQUERY_CHARS} characters",
+                PlanIssue(code="text_too_long", message=f"{sq.id} is over {_query_limit(question)} characters",
                           subquery_id=sq.id)
             )
         elif not _is_grounded(sq.text, question_words):
@@ -293,8 +294,8 @@ def repair_plan(plan: Plan, *, question: str, subquery_max: int) -> tuple[Plan, 
     for sq in plan.subqueries:
         if not sq.text.strip():
             notes.append(f"dropped {sq.id}: empty text")
-        elif len(sq.text) > MAX_SUBQUERY_CHARS:
-            notes.append(f"dropped {sq.id}: over {MAX_SUBQUERY_CHARS} characters")
+        elif len(sq.text) > _query_limit(question):
+            notes.append(f"dropped {sq.id}: over {_query_limit(question)} characters")
         elif not _is_grounded(sq.text, question_words):
             notes.append(f"dropped {sq.id}: shares no content word with the question")
         else:
