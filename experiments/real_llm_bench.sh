@@ -8,6 +8,9 @@ export DAGRAG_LLM_TIMEOUT_S=300 DAGRAG_LLM_CONTEXT_WINDOW=4096
 # A query on a shared 2-core machine can take minutes: a deadline that cuts it short would score the
 # machine's load, not the system.
 export DAGRAG_QUERY_TIMEOUT_S=1200
+# Its first rows were made when the LLM resolver was on by default; it stays on so every row is the same system
+# (README, "With a real LLM": the measurement that turned it off).
+export DAGRAG_RESOLVE_WITH_LLM=true
 .venv/bin/python experiments/eval.py --data ../shared/data/hotpotqa_dev.jsonl --seed 1 --per-type 10 \
   --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-hotpot20
 .venv/bin/python experiments/eval.py --data ../shared/data/musique_train_sample.jsonl --seed 1 --limit 5 \

@@ -136,7 +136,8 @@ class Settings(BaseSettings):
     hybrid: bool = Field(
         True, description="Dense + BM25 sparse retrieval fused with RRF; new collections get sparse vectors.")
     resolve_with_llm: bool = Field(
-        True, description="With an LLM: rewrite `{sN}` subqueries from the parents' findings (else bridge searches).")
+        False, description="With an LLM: rewrite `{sN}` subqueries from the parents' findings (else bridge searches, "
+        "the default: with Qwen2.5-1.5B the rewrite lost the second page on bridges the bridge search found).")
     subquery_hyde: bool = Field(
         False, description="With an LLM: embed a hypothetical passage with each subquery (HyDE; one call per layer).")
     writer_mode: Literal["direct", "aggregate"] = Field(

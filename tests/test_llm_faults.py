@@ -195,7 +195,8 @@ def test_a_callers_llm_gets_the_settings_policy_through_one_client_shared_by_eve
     llm = OpenAILike(model="m", api_base="http://127.0.0.1:9/v1", api_key="x", max_retries=5)
     before = llm.model_dump()
     settings = Settings(qdrant_path=sample_store_path, collection="sample", llm_max_retries=3,
-                        llm_retry_backoff_s=0.25, subquery_hyde=True, writer_mode="aggregate")
+                        llm_retry_backoff_s=0.25, subquery_hyde=True, resolve_with_llm=True,
+                        writer_mode="aggregate")
     agents = build_agents(settings, llm=llm, embed_model=embed_model, reranker=reranker)
     client = agents.planner.client
     assert client.llm is llm and client.retry == RetryPolicy(max_retries=3, backoff_s=0.25)

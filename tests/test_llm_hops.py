@@ -31,9 +31,16 @@ def server():
 
 @pytest.fixture
 def llm_workflow(server, make_workflow):
-    def build(**overrides):
-        return make_workflow(llm=dagrag_llm(server), context_budget=2, **overrides)
+    def build(**overrides):  # the resolver is off by default; this module is about what it does when on
+        return make_workflow(llm=dagrag_llm(server), context_budget=2, **{"resolve_with_llm": True, **overrides})
     return build
+
+
+async def test_by_default_the_bridge_search_fills_a_reference_not_the_llm(server, llm_workflow):
+    result = await llm_workflow(resolve_with_llm=False).run(query=CORLISS)
+    assert not server.requests_of("resolver")
+    assert "Shirley Temple" in result.subqueries[1].searched_as  # the entity s1's page names, found offline
+    assert [c.agent for c in result.llm_calls.calls] == ["planner", "writer", "verifier"]
 
 
 async def test_the_resolver_rewrites_the_dependent_subquery_from_the_parents_passage(server, llm_workflow):
