@@ -23,7 +23,7 @@ from .core.errors import DagragError
 from .core.result import QueryResult
 from .core.sources import source_title
 from .work_flows.events import LayerStarted, SubqueryDone
-from .work_flows.progress import PlanChosen
+from .work_flows.progress import HopAdded, PlanChosen
 
 console = Console(stderr=True)
 out = Console()
@@ -68,6 +68,8 @@ async def _run_query(settings: Settings, question: str, show_progress: bool) -> 
         if isinstance(event, PlanChosen):
             console.print(f"[dim]plan ready: {len(event.subqueries)} subqueries "
                           f"in {len(event.layers)} layer(s) ({event.origin})[/]")
+        elif isinstance(event, HopAdded):
+            console.print(f"[dim]hop added: {event.subquery.id} = {escape(event.subquery.text)}[/]")
         elif isinstance(event, LayerStarted):
             console.print(f"[dim]layer {event.layer_index}: searching {', '.join(event.subquery_ids)}[/]")
         elif isinstance(event, SubqueryDone):

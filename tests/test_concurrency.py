@@ -16,7 +16,7 @@ import pytest
 
 from dagrag.llm import LLMClient
 from dagrag.work_flows.events import SubqueryDone
-from dagrag.work_flows.progress import PlanChosen
+from dagrag.work_flows.progress import HopAdded, PlanChosen
 
 from .conftest import sample_records
 from .scripted_llm import ScriptedLLM
@@ -96,10 +96,14 @@ async def test_fifty_concurrent_runs_on_one_instance_each_get_their_own_result(m
         assert result.question == question and result.answer.startswith(f"{question} [1].")
         assert fingerprint(result) == fingerprint(solo)
         assert result.sources and set(result.timings) == set(solo.timings)
-        # The progress stream of a run carries its own plan and subqueries only.
+        # The progress stream of a run carries its own plan and subqueries only: the plan chosen, then each
+        # deeper hop as it joined the plan.
         [ready] = [e for e in events if isinstance(e, PlanChosen)]
-        assert ready.question == question and ready.layers == result.plan.layers
-        assert [sq.text for sq in ready.subqueries] == [sq.text for sq in result.plan.subqueries]
+        hops = [e for e in events if isinstance(e, HopAdded)]
+        assert ready.question == question
+        assert (hops[-1].layers if hops else ready.layers) == result.plan.layers
+        streamed_texts = [sq.text for sq in ready.subqueries] + [e.subquery.text for e in hops]
+        assert streamed_texts == [sq.text for sq in result.plan.subqueries]
         done = [e for e in events if isinstance(e, SubqueryDone)]
         assert {e.subquery_id for e in done} == {sq.id for sq in result.plan.subqueries}
     # Some runs went back to search again (a second writer call), concurrently with the others.

@@ -22,6 +22,7 @@ from dagrag.work_flows.deeper_hops import apply_deepening, bridge_chain, next_ho
 from dagrag.work_flows.evidence import select_sources
 from dagrag.work_flows.hop_rule import passages_handed_over
 from dagrag.work_flows.policy import RetrievalPolicy, parents_kept, path_of
+from dagrag.work_flows.progress import HopAdded
 from dagrag.work_flows.run import QueryRun
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -178,7 +179,11 @@ def musique_workflow(tmp_path_factory: pytest.TempPathFactory, embed_model, rera
 
 @pytest.mark.skipif(not (SHARED / "musique_train_sample.jsonl").exists(), reason="needs ../shared/data")
 async def test_a_three_hop_question_grows_a_third_hop_that_reaches_the_last_page(musique_workflow):
-    result = await musique_workflow().run(query=MIDWAY)
+    handler = musique_workflow().run(query=MIDWAY)
+    [added] = [event async for event in handler.stream_events() if isinstance(event, HopAdded)]
+    result = await handler
+    assert added.subquery.id == "s3" and added.subquery.parents == ["s2"] and added.layers == result.plan.layers
+    assert added.reason.startswith("s3 added: ") and added.reason in result.plan.notes
     assert [sq.id for sq in result.plan.subqueries] == ["s1", "s2", "s3"]
     assert result.plan.subqueries[2].parents == ["s2"] and result.plan.layers == [["s1"], ["s2"], ["s3"]]
     assert any(note.startswith("s3 added: ") for note in result.plan.notes)

@@ -147,6 +147,8 @@ def progress_line(name: str, data: dict[str, Any]) -> str | None:
     if name == "PlanChosen":
         count, layers = len(data.get("subqueries") or []), len(data.get("layers") or [])
         return f"plan: {count} subquer{'y' if count == 1 else 'ies'} in {layers} layer{'' if layers == 1 else 's'}"
+    if name == "HopAdded":
+        return f"the question needs one more hop: {(data.get('subquery') or {}).get('id', '?')}"
     if name == "LayerStarted":
         return f"searching {', '.join(data.get('subquery_ids') or [])} …"
     if name == "AnswerWritten":

@@ -4,7 +4,8 @@ The events that drive the workflow (events.py) carry the whole `QueryRun` (deadl
 perf_counter clock, every candidate node); a client watching a run (`handler.stream_events()`, the
 WorkflowServer's `/events/{handler_id}`, `dagrag serve`'s SSE) gets these summaries instead. Streamed
 in order: PlanChosen, then per layer LayerStarted, SubqueryDone…, LayerDone (again for critic retries),
-then AnswerWritten and VerificationDone (again after a backtrack). The full record is the QueryResult.
+HopAdded before a layer an offline bridge chain grew (deeper_hops.py), then AnswerWritten and
+VerificationDone (again after a backtrack). The full record is the QueryResult.
 """
 
 from __future__ import annotations
@@ -40,6 +41,21 @@ class PlanChosen(Event):
                    subqueries=[PlannedSubquery(id=sq.id, text=sq.text, parents=list(sq.parents))
                                for sq in plan.subqueries],
                    layers=[list(layer) for layer in plan.layers])
+
+
+class HopAdded(Event):
+    """The plan grew after its last layer: one more hop of an offline bridge chain, and why."""
+
+    subquery: PlannedSubquery
+    reason: str = Field(description="Why the question still needed a hop (the plan's note).")
+    layers: list[list[str]] = Field(default_factory=list, description="The plan's layers with the new hop.")
+
+    @classmethod
+    def of(cls, run: QueryRun, hop_id: str) -> HopAdded:
+        [hop] = [sq for sq in run.plan.subqueries if sq.id == hop_id]
+        reason = next((note for note in reversed(run.plan.notes) if note.startswith(f"{hop_id} added")), "")
+        return cls(subquery=PlannedSubquery(id=hop.id, text=hop.text, parents=list(hop.parents)), reason=reason,
+                   layers=[list(layer) for layer in run.plan.layers])
 
 
 class SubqueryOutcome(BaseModel):

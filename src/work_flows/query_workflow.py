@@ -7,7 +7,7 @@
                                                       \\--> BacktrackQueued --backtrack--> EvidenceGathered (once)
 
 Streamed for progress (small summaries, progress.py): PlanChosen, LayerStarted, SubqueryDone, LayerDone,
-AnswerWritten, VerificationDone.
+HopAdded (a deeper bridge hop joined the plan), AnswerWritten, VerificationDone.
 Every layer's subqueries are searched as one batch and reranked as one batch; per-run state travels in
 the events (`QueryRun`), so one workflow instance serves many concurrent runs. The decisions (what to
 search, how much to keep, what to retry, what to report) are pure functions in policy.py, variants.py and
@@ -59,7 +59,7 @@ from .policy import (
     path_of,
     pool_size,
 )
-from .progress import AnswerWritten, LayerDone, PlanChosen
+from .progress import AnswerWritten, HopAdded, LayerDone, PlanChosen
 from .report import build_result, record_search, record_skipped_hop
 from .run import QueryRun, before_deadline
 from .variants import PooledCandidate, Variant, merge_scores, pool_candidates, subquery_searches, unscored
@@ -165,7 +165,7 @@ class QueryWorkflow(Workflow):
         """Queue the next layer that has something to search (a layer of skipped hops is passed over)."""
         next_layer = ev.layer_index + 1 if isinstance(ev, LayerAccepted) else 0
         while ev.run.plan.requires_retrieval:
-            if next_layer >= len(ev.run.plan.layers) and not self._deepen(ev.run):
+            if next_layer >= len(ev.run.plan.layers) and not self._deepen(ctx, ev.run):
                 break
             if self._to_search(ctx, ev.run, next_layer):
                 return LayerQueued(run=ev.run, layer_index=next_layer)
@@ -246,13 +246,16 @@ class QueryWorkflow(Workflow):
                 ctx.write_event_to_stream(SubqueryDone(subquery_id=sq.id, status="skipped"))
         return to_search
 
-    def _deepen(self, run: QueryRun) -> bool:
+    def _deepen(self, ctx: Context, run: QueryRun) -> bool:
         """Grow an offline bridge chain by one hop when the question still needs one (deeper_hops.py)."""
         deepening = next_hop(self.policy, run)
         if deepening is None:
             return False
         apply_deepening(run, deepening)
-        return deepening.hop is not None
+        if deepening.hop is None:
+            return False
+        ctx.write_event_to_stream(HopAdded.of(run, deepening.hop.id))
+        return True
 
     def _evidence(self, run: QueryRun) -> EvidenceGathered:
         sources = select_sources(run.plan, passages_handed_over(self.policy, run),
