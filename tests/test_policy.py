@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import replace
 
 import pytest
@@ -22,7 +24,7 @@ from dagrag.work_flows.policy import (
     pool_size,
 )
 from dagrag.work_flows.report import record_search
-from dagrag.work_flows.run import QueryRun
+from dagrag.work_flows.run import QueryRun, before_deadline
 from dagrag.work_flows.variants import Variant, merge_scores, pool_candidates, subquery_searches, unscored
 
 QUESTION = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
@@ -188,3 +190,19 @@ def test_a_failed_retry_keeps_the_earlier_report_but_counts_the_attempt():
     assert failed is not None and failed.status == "failed" and "qdrant down" in (failed.error or "")
     skipped = record_search(POLICY, run, run.plan.subqueries[1], None, retry=False)
     assert skipped is not None and skipped.status == "skipped"
+
+
+# --- the run deadline ---------------------------------------------------------------------------------------
+
+async def test_a_run_without_a_deadline_never_runs_out_of_time_and_is_json():
+    run = bridge_run()
+    assert run.deadline is None and not run.out_of_time()
+    assert await before_deadline(run.deadline, asyncio.sleep(0, result="done")) == "done"
+    assert '"deadline":null' in run.model_dump_json(include={"deadline"})  # JSON has no Infinity
+
+
+async def test_work_that_outlives_the_deadline_gives_none_and_a_passed_deadline_does_not_start_it():
+    assert await before_deadline(time.perf_counter() + 0.05, asyncio.sleep(5, result="late")) is None
+    late = asyncio.sleep(0, result="never")
+    assert await before_deadline(time.perf_counter() - 1, late) is None
+    assert late.cr_frame is None  # closed without running

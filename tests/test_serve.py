@@ -249,7 +249,7 @@ def test_the_workflow_debuggers_representation_is_valid_json(client: httpx.Clien
     response = client.get("/workflows/dagrag/representation")
     assert response.status_code == 200, response.text
     graph = response.json()["graph"]
-    assert graph["name"] == "QueryWorkflow"
+    assert graph["name"] == "ServedQueryWorkflow"  # the QueryWorkflow that holds a run slot per run
     assert {"plan", "search_layer", "write", "verify"} <= {n["id"] for n in graph["nodes"]}
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,7 +33,6 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from workflows.errors import WorkflowTimeoutError
-from workflows.representation.build import get_workflow_representation
 
 from ..core.errors import (
     CollectionNotFoundError,
@@ -87,7 +85,6 @@ def create_app(service: DagragService) -> ASGIApp:
         Route("/search", guarded(search, service), methods=["POST"]),
         Route("/query", guarded(query, service), methods=["POST"]),
         Route("/query/stream", guarded(query_stream, service), methods=["POST"]),
-        Route(f"/workflows/{WORKFLOW_NAME}/representation", guarded(representation, service), methods=["GET"]),
         Mount("/", app=workflow_server.app),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
@@ -165,25 +162,6 @@ async def ready(request: Request, service: DagragService) -> Response:
 
 async def metrics(request: Request, service: DagragService) -> Response:
     return Response(service.metrics.render(), media_type=CONTENT_TYPE)
-
-
-def finite(value: Any) -> Any:
-    """JSON without NaN or Infinity (which JSON does not have): such floats become null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(item) for item in value]
-    return value
-
-
-async def representation(request: Request, service: DagragService) -> Response:
-    """WorkflowServer's `/workflows/dagrag/representation` (its debugger draws it), made valid JSON: an event's
-    schema holds a default of infinity (a run's open deadline), on which WorkflowServer's own route fails."""
-    # The QueryWorkflow's class, not the served subclass: the same steps, and the name and docstring users know.
-    graph = get_workflow_representation(type(service.query_workflow))
-    return JSONResponse({"graph": finite(graph.model_dump())})
 
 
 def checked_question(body: QueryBody, limit: int) -> tuple[str, list[str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -38,7 +39,8 @@ class QueryRun(BaseModel):
         default_factory=dict, description="Bridge hops the hop rule did not search, and why (hop_rule.py).")
     idle_hops: dict[str, str] = Field(
         default_factory=dict, description="Deeper bridge hops that added nothing, and why (deeper_hops.py).")
-    deadline: float = float("inf")
+    deadline: float | None = Field(
+        None, description="When the run must end, on the process's perf_counter clock; None: no deadline.")
     partial_reason: str | None = None
 
     def __repr__(self) -> str:
@@ -58,7 +60,7 @@ class QueryRun(BaseModel):
         self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
 
     def time_left(self) -> float:
-        return self.deadline - time.perf_counter()
+        return math.inf if self.deadline is None else self.deadline - time.perf_counter()
 
     def out_of_time(self) -> bool:
         return self.time_left() <= 0
@@ -68,8 +70,10 @@ class QueryRun(BaseModel):
         self.partial_reason = self.partial_reason or f"query deadline passed during {stage}"
 
 
-async def before_deadline(deadline: float, work: Awaitable[T]) -> T | None:
-    """`work`'s result, or None if the deadline passes first (its own timeouts still raise)."""
+async def before_deadline(deadline: float | None, work: Awaitable[T]) -> T | None:
+    """`work`'s result, or None if the deadline passes first (its own timeouts still raise). No deadline: `work`."""
+    if deadline is None:
+        return await work
     left = deadline - time.perf_counter()
     if left <= 0:
         if asyncio.iscoroutine(work):
