@@ -68,7 +68,7 @@ def make_node(text: str, title: str, **metadata: Any) -> TextNode:
     )
 
 
-def _record_nodes(record: Any, where: str) -> Iterator[TextNode]:
+def _record_nodes(record: Any, where: str, source: str) -> Iterator[TextNode]:
     if not isinstance(record, dict):
         raise IngestError(f"{where}: expected a JSON object, got {type(record).__name__}")
     if "paragraphs" in record:
@@ -79,28 +79,35 @@ def _record_nodes(record: Any, where: str) -> Iterator[TextNode]:
             if not (isinstance(paragraph, dict) and isinstance(paragraph.get("title"), str)
                     and isinstance(paragraph.get("text"), str) and paragraph["text"].strip()):
                 raise IngestError(f"{where}: paragraph {i} needs a string 'title' and a non-empty string 'text'")
-            yield make_node(paragraph["text"].strip(), paragraph["title"].strip(), source=where)
+            yield make_node(paragraph["text"].strip(), paragraph["title"].strip(), source=source)
     elif isinstance(record.get("text"), str) and record["text"].strip():
         title = record.get("title", "")
         metadata = record.get("metadata") or {}
         if not isinstance(title, str) or not isinstance(metadata, dict):
             raise IngestError(f"{where}: 'title' must be a string and 'metadata' an object")
-        yield make_node(record["text"].strip(), title.strip(), source=where, **metadata)
+        yield make_node(record["text"].strip(), title.strip(), **{"source": source, **metadata})  # theirs wins
     else:
         raise IngestError(f"{where}: a record needs 'paragraphs' (benchmark format) or a non-empty 'text'")
 
 
-def _jsonl_nodes(path: Path) -> Iterator[TextNode]:
+def _source_name(path: Path, root: Path) -> str:
+    """How a passage names its file: the path inside the ingested folder, or the file's name (never where the
+    folder sits on the machine that ingested it: that is not the reader's business)."""
+    return path.relative_to(root).as_posix() if path != root else path.name
+
+
+def _jsonl_nodes(path: Path, root: Path) -> Iterator[TextNode]:
+    name = _source_name(path, root)
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            where = f"{path}:{number}"
+            where = f"{path}:{number}"  # errors name the file as the user gave it
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise IngestError(f"{where}: not valid JSON ({error.msg})") from None
-            yield from _record_nodes(record, where)
+            yield from _record_nodes(record, where, f"{name}:{number}")
 
 
 def _decoded(path: Path, data: bytes) -> str:
@@ -129,7 +136,7 @@ def _document_nodes(path: Path, root: Path, chunk_tokens: int) -> list[TextNode]
     """A document's chunks as nodes, in order, each knowing its position and its neighbours."""
     document = _chunked(path, chunk_tokens)
     title = document.title or path.stem.replace("_", " ")
-    source = str(path.relative_to(root)) if path != root else path.name
+    source = _source_name(path, root)
     nodes: dict[str, TextNode] = {}
     for chunk in document.chunks:
         where = {key: value for key, value in (("line", chunk.line), ("page", chunk.page)) if value is not None}
@@ -162,10 +169,11 @@ def read_nodes(path: Path, *, chunk_tokens: int = 256) -> list[TextNode]:
     nodes: dict[str, TextNode] = {}
     for file in files:
         suffix = file.suffix.lower()
+        root = path if path.is_dir() else file
         if suffix == ".jsonl":
-            found: Iterable[TextNode] = _jsonl_nodes(file)
+            found: Iterable[TextNode] = _jsonl_nodes(file, root)
         elif suffix in DOCUMENT_SUFFIXES:
-            found = _document_nodes(file, path if path.is_dir() else file, chunk_tokens)
+            found = _document_nodes(file, root, chunk_tokens)
         else:
             raise IngestError(f"{file}: unsupported file type (use .jsonl, {', '.join(DOCUMENT_SUFFIXES)})")
         for node in found:

@@ -166,3 +166,17 @@ def test_a_collection_of_another_dimension_is_refused_before_anything_is_written
     with pytest.raises(IngestError, match=r"'foreign' holds 768-d vectors; 'local:all-MiniLM-L6-v2' makes 384-d"):
         ingest_nodes(settings, read_nodes(SAMPLE)[:3], embed_model)
     assert client.count("foreign").count == 0
+
+
+def test_a_passage_names_its_file_as_the_reader_knows_it_not_where_it_sat_on_the_server(tmp_path):
+    folder = tmp_path / "srv" / "corpora"
+    (folder / "wiki").mkdir(parents=True)
+    records = [{"paragraphs": [{"title": "Ed Wood", "text": "Ed Wood was an American filmmaker."}]},
+               {"title": "Notes", "text": "A note with its own source.", "metadata": {"source": "https://ex.org/n"}}]
+    (folder / "wiki" / "films.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    (folder / "guide.md").write_text("# Guide\n\nInstall it first.\n", encoding="utf-8")
+
+    by_title = {n.metadata["title"]: n.metadata["source"] for n in read_nodes(folder)}
+    assert by_title == {"Ed Wood": "wiki/films.jsonl:1", "Notes": "https://ex.org/n", "Guide": "guide.md"}
+    [one_file] = [n.metadata["source"] for n in read_nodes(folder / "wiki" / "films.jsonl") if n.text.startswith("Ed")]
+    assert one_file == "films.jsonl:1"

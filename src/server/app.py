@@ -258,9 +258,10 @@ JSONL_LINE = re.compile(r"^(?P<file>.+\.jsonl)(?P<line>:\d+)$", re.IGNORECASE)
 def public_source(source: str) -> str:
     """A passage's `source` as a client may see it: where it is in the documents, not where they sit on the server.
 
-    Ingest names a document inside an ingested folder by its path in that folder (the user's own naming: kept),
-    but a JSONL record by the path the ingest command was given (`/srv/data/corpus.jsonl:12`): that becomes
-    `corpus.jsonl:12`. Any other absolute path keeps only its file name.
+    Ingest names a document by its path inside the ingested folder (the user's own naming: kept) and a JSONL
+    record by that and its line (`corpus.jsonl:12`). Collections ingested before that named a JSONL record by
+    the path the ingest command was given (`/srv/data/corpus.jsonl:12`): that becomes `corpus.jsonl:12`. Any
+    other absolute path (a record's own `source` metadata, say) keeps only its file name.
     """
     jsonl = JSONL_LINE.match(source)
     if jsonl:
