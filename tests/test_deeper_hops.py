@@ -18,7 +18,7 @@ from dagrag.agents.rule_planner import bridge_plan, find_bridge_comparison, plan
 from dagrag.core.plan import Plan, PlanOrigin, SubQuery, finalize_plan
 from dagrag.core.result import SubqueryReport
 from dagrag.ingest import ingest_nodes, read_nodes
-from dagrag.work_flows.deeper_hops import apply_deepening, bridge_chain, next_hop
+from dagrag.work_flows.deeper_hops import apply_deepening, bridge_chain, name_search_words, next_hop
 from dagrag.work_flows.evidence import select_sources
 from dagrag.work_flows.hop_rule import passages_handed_over
 from dagrag.work_flows.policy import RetrievalPolicy, parents_kept, path_of
@@ -97,6 +97,51 @@ def test_a_deeper_hop_that_adds_nothing_hands_over_nothing_and_the_chain_stops(t
     assert run.reports["s3"].kept_node_ids == []
     sources = select_sources(run.plan, passages_handed_over(POLICY, run), per_subquery=1, budget=4)
     assert [s.node_id for s in sources] == ["film", "dir", "film2", "dir2"]  # what the two-hop plan handed over
+
+
+@pytest.mark.parametrize(("searched_as", "moved"), [
+    ("Stockholm main international airport", True),  # a name on s2's best page
+    ("Gardermoen main international airport", False),  # a retry's name, from a page the chain did not reach
+])
+def test_a_deeper_hops_page_counts_only_when_a_search_from_the_previous_hops_best_page_found_it(searched_as, moved):
+    run = two_hop_run()
+    apply_deepening(run, next_hop(POLICY, run))
+    searched(run, "s3", [passage("arn", "Gardermoen is the main international airport of Oslo.", 0.9, "Gardermoen")])
+    run.searched_as["s3"] = searched_as
+    deepening = next_hop(POLICY, run)
+    if moved:
+        assert deepening is None  # every word explained: the chain is done, s3 keeps its slot
+        return
+    assert deepening is not None and deepening.idle == "s3" and deepening.hop is None
+    assert f"found by {searched_as!r}, a search from a page other than s2's best ('Daniel Alfredson')" in (
+        deepening.notes[0])
+    apply_deepening(run, deepening)
+    sources = select_sources(run.plan, passages_handed_over(POLICY, run), per_subquery=1, budget=4)
+    assert [s.node_id for s in sources] == ["film", "dir", "film2", "dir2"]
+
+
+def test_a_rewritten_hop_or_an_unrecorded_search_is_not_judged_by_where_it_came_from():
+    run = two_hop_run()
+    apply_deepening(run, next_hop(POLICY, run))
+    searched(run, "s3", [passage("arn", "Gardermoen is the main international airport of Oslo.", 0.9, "Gardermoen")])
+    assert next_hop(POLICY, run) is None  # no query recorded
+    run.searched_as["s3"] = run.rewritten["s3"] = "Which is the main international airport near Oslo?"
+    assert next_hop(POLICY, run) is None  # a resolver's own search, with no parent left in it
+
+
+@pytest.mark.parametrize(("question", "name", "words"), [
+    # the opening clause (what is asked) and the name's own; the clause between describes another hop
+    ("What part of the state, in which the actor is stuck in The Terminal, is Rochester in?", "Rochester",
+     ["part", "state"]),
+    ("Besides the continent of the river which the Tekeze River turns into, where did Germany have imperial "
+     "interests?", "Germany", ["besides", "continent", "river", "imperial", "interests"]),
+    ("Where are Gila monsters found, in the country of the party that Sergio belongs to?", "Gila",
+     ["monsters", "found"]),
+    ("Which river is Rochester on?", "Rochester", ["river"]),
+    ("Which river is it on?", "Rochester", ["river"]),  # the name is not in the question as written: every word
+])
+def test_a_name_is_searched_with_the_words_of_the_opening_clause_and_its_own(question, name, words):
+    assert name_search_words(question, name) == words
 
 
 ROCHESTER = "What part of the state where the director of Hornets' Nest lives is Rochester in?"

@@ -10,11 +10,16 @@ searched (`next_hop`, asked by `schedule`):
   of the question is on none of the chain's kept pages (each hop's best passage; first five letters match,
   as in hop_rule.py) and the last hop moved the chain: it is covered and explained a word its ancestors had
   left. It searches each named span of the last hop's best page joined with the missing words
-  (agents/bridge.py), away from every ancestor's kept pages.
-- **a name search** `s{n+1}` = `<name> <the words still missing>` when the chain stopped moving but the
-  question names something whose words no kept page explains ("... is Rochester in?", "... where did Germany
-  have imperial interests?"): MuSiQue's questions name the last hop's own subject, and its page is then what
-  is missing. Each name is searched once.
+  (agents/bridge.py), away from every ancestor's kept pages. A deeper hop moved the chain only if its best
+  passage was found by one of those searches (`followed_parent`): a retry also tries the names of the last
+  hop's lower-ranked pages, which the chain did not reach, and their confident matches ("Jaap Blokker" after
+  Buyende's page) took the slot of a page the writer needed.
+- **a name search** `s{n+1}` = `<name> <the missing words of its clauses>` when the chain stopped moving but
+  the question names something whose words no kept page explains ("... is Rochester in?", "... where did
+  Germany have imperial interests?"): MuSiQue's questions name the last hop's own subject, and its page is then
+  what is missing. The name is searched with the missing words of the question's opening clause (what is
+  asked) and of its own clause (`name_search_words`), since the other clauses describe other hops. Each name
+  is searched once.
 - **stop** otherwise, or when the plan is full: at most SUBQUERY_MAX subqueries and no more than
   CONTEXT_BUDGET, since attribution hands the writer one passage per subquery and a hop whose best passage
   cannot reach the writer is wasted. A deeper hop (s3, s4, ...) that found nothing (uncovered) or explained
@@ -31,7 +36,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..agents.bridge import named_spans
+from llama_index.core.schema import NodeWithScore
+
+from ..agents.bridge import bridge_queries, named_spans
 from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
 from ..core.sources import passage_text
 from ..core.text import content_words
@@ -41,6 +48,9 @@ from .run import QueryRun
 
 NAME_SPANS_LIMIT = 12  # a question names a handful of things
 POSSESSIVE = re.compile(r"['’]s$")
+# Where one clause of a question ends and the next begins: "What part of the state, in which the character ...
+# is stuck, is Rochester in?" Each relative clause describes another thing of the chain.
+CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:which|where|who|whom|whose|that|when|while)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,13 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     left_before = unexplained_words(question, [best[sq_id] for sq_id in earlier if sq_id in best])
     gain = [w for w in left_before if last in best and not unexplained_words(w, [best[last]])]
     report = run.reports[last]
-    moved = report.status == "covered" and bool(gain)  # the last hop reached a page that explains something new
+    hop_of_last = next(sq for sq in run.plan.subqueries if sq.id == last)
+    parent_best = passages_handed_over(policy, run).get(earlier[-1], [])[:1]
+    followed = len(chain) == 2 or not parent_best or followed_parent(
+        run.rewritten.get(last, hop_of_last.text), run.searched_as.get(last), parent_best[0], question,
+        policy.bridge_max_entities)
+    # The last hop moved the chain: it reached a page, from the previous hop's own page, that explains something new.
+    moved = report.status == "covered" and bool(gain) and followed
     notes: list[str] = []
     idle = None
     if len(chain) > 2 and not moved:
@@ -102,7 +118,9 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
         why = (f"found no page (best {report.best_score or 0.0:.3f}, under COVERAGE_MIN_SCORE "
                f"{policy.coverage_min_score})" if report.status != "covered"
                else f"its best passage explains none of the words {', '.join(earlier)} left "
-                    f"({', '.join(left_before)})")
+                    f"({', '.join(left_before)})" if not gain
+               else f"its best passage was found by {run.searched_as.get(last)!r}, a search from a page other "
+                    f"than {earlier[-1]}'s best ({_title(parent_best[0])!r}), which the chain does not lead to")
         notes.append(f"{last} added nothing: it {why}; none of its passages went to the writer")
     left = unexplained_words(question, list(best.values()))
     searched_names = {name for sq in run.plan.subqueries for name in sq.hints.must_include}
@@ -117,7 +135,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     elif left and name is not None:
         # The chain stopped moving, but the question names something no kept page explains ("... is Rochester
         # in?"): that thing's own page is missing, and a search for the name is what is left to try.
-        rest = [w for w in left if w not in set(content_words(name))]
+        rest = [w for w in name_search_words(question, name) if w in set(left)]
         hop = SubQuery(id=hop_id, text=" ".join([name, *rest]), parents=[last], hints=Hints(must_include=[name]))
         notes.append(f"{hop_id} added: the question names {name!r}, which none of the kept pages explains "
                      f"({missing} on none): a search for it")
@@ -130,6 +148,47 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     if not notes:
         return None  # nothing left, or s2 moved nowhere (hop_rule's notes say what happened to it)
     return Deepening(hop=hop, notes=tuple(notes), idle=idle)
+
+
+def _title(hit: NodeWithScore) -> str:
+    return str(hit.node.metadata.get("title", ""))
+
+
+def followed_parent(searched_text: str, searched_as: str | None, parent_best: NodeWithScore, question: str,
+                    max_entities: int) -> bool:
+    """Whether the hop's best passage was found by one of the bridge searches from its parent's best passage (the
+    page the chain reached and the writer is handed), given the text the hop was searched with (a resolver's
+    rewrite, or its own), the query behind its best passage (`run.searched_as`) and the parent's best passage.
+
+    A retry also tries the entities of the parent's lower-ranked pages; a deeper hop's parent is a page the chain
+    reached, and its next pages are mostly ones no hop asked for ("Jaap Blokker" after Buyende's page), whose
+    confident match the chain does not lead to. True when there is nothing to judge: no query recorded, or a
+    rewrite that names no parent any more (an LLM resolver read the parent and wrote its own search).
+    """
+    if searched_as is None or not parent_references(searched_text):
+        return True
+    queries = bridge_queries(searched_text, _title(parent_best), parent_best.node.get_content(), question,
+                             max_entities)
+    fallback = " ".join(f"{_title(parent_best)} {PARENT_REFERENCE.sub(' ', searched_text)}".split())
+    return searched_as in {query.text for query in queries} | {fallback}
+
+
+def name_search_words(question: str, name: str) -> list[str]:
+    """The content words of `question` to search a name it gives with, the name's own words left out: those of
+    the question's opening clause (what is asked: "What part of the state") and of the clause that holds the
+    name ("..., is Rochester in?"), in the question's order; every content word but the name's when the name is
+    not in the question as written. Words of the other clauses describe other hops of the chain, and searched
+    with the name they pull its page down ("Rochester part character played actor" found no page)."""
+    name_words = set(content_words(name))
+    at = question.find(name)
+    if at < 0:
+        return [w for w in content_words(question) if w not in name_words]
+    breaks = list(CLAUSE_BREAK.finditer(question))
+    opening_end = breaks[0].start() if breaks else len(question)
+    start = max([0, *(b.end() for b in breaks if b.end() <= at)])
+    end = min([len(question), *(b.start() for b in breaks if b.start() >= at + len(name))])
+    words = content_words(question[:opening_end]) + content_words(question[start:end])
+    return [w for w in dict.fromkeys(words) if w not in name_words]
 
 
 def _free_id(plan: ExecutedPlan) -> str:
