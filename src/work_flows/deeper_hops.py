@@ -115,13 +115,13 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     if len(chain) > 2 and not moved:
         idle = last
         best.pop(last, None)
-        why = (f"found no page (best {report.best_score or 0.0:.3f}, under COVERAGE_MIN_SCORE "
+        why = (f"it found no page (best {report.best_score or 0.0:.3f}, under COVERAGE_MIN_SCORE "
                f"{policy.coverage_min_score})" if report.status != "covered"
                else f"its best passage explains none of the words {', '.join(earlier)} left "
                     f"({', '.join(left_before)})" if not gain
                else f"its best passage was found by {run.searched_as.get(last)!r}, a search from a page other "
                     f"than {earlier[-1]}'s best ({_title(parent_best[0])!r}), which the chain does not lead to")
-        notes.append(f"{last} added nothing: it {why}; none of its passages went to the writer")
+        notes.append(f"{last} added nothing: {why}; none of its passages went to the writer")
     left = unexplained_words(question, list(best.values()))
     searched_names = {name for sq in run.plan.subqueries for name in sq.hints.must_include}
     name = unexplained_name(question, left, searched=searched_names)
