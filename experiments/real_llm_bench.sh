@@ -8,10 +8,14 @@ export DAGRAG_LLM_TIMEOUT_S=300 DAGRAG_LLM_CONTEXT_WINDOW=4096
 # A query on a shared 2-core machine can take minutes: a deadline that cuts it short would score the
 # machine's load, not the system.
 export DAGRAG_QUERY_TIMEOUT_S=1200
-# Its first rows were made when the LLM resolver was on by default; it stays on so every row is the same system
-# (README, "With a real LLM": the measurement that turned it off).
-export DAGRAG_RESOLVE_WITH_LLM=true
-.venv/bin/python experiments/eval.py --data ../shared/data/hotpotqa_dev.jsonl --seed 1 --per-type 10 \
-  --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-hotpot20
+HOTPOT=(--data ../shared/data/hotpotqa_dev.jsonl --seed 1 --per-type 10 --budget 4 --concurrency 1
+        --index-dir .dagrag/eval-llm-qdrant)
+# 1. All four systems with the LLM resolver on, the default when this run began (README, "With a real LLM":
+#    the measurement that turned it off).
+DAGRAG_RESOLVE_WITH_LLM=true .venv/bin/python experiments/eval.py "${HOTPOT[@]}" \
+  --systems single,dag,dag-rule,subq --out runs/llm-hotpot20
+# 2. dag again with today's defaults (resolver off), on the same questions.
+.venv/bin/python experiments/eval.py "${HOTPOT[@]}" --systems dag --out runs/llm-hotpot20-defaults
+# 3. MuSiQue, today's defaults.
 .venv/bin/python experiments/eval.py --data ../shared/data/musique_train_sample.jsonl --seed 1 --limit 5 \
   --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-musique5
