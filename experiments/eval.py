@@ -302,14 +302,14 @@ def markdown_table(systems: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot(systems: dict[str, Any], path: Path, title: str) -> None:
+def plot(systems: dict[str, Any], path: Path, title: str,
+         metrics: tuple[str, ...] = ("recall", "joint_recall", "match", "f1", "coverage_ratio")) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    metrics = ("recall", "joint_recall", "match", "f1", "coverage_ratio")
     groups = ["all", *sorted({t for s in systems.values() for t in s["by_type"]})]
     fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4), sharey=True, squeeze=False)
     width = 0.8 / max(1, len(systems))
@@ -322,9 +322,10 @@ def plot(systems: dict[str, Any], path: Path, title: str) -> None:
         ax.set_xticks(np.arange(len(metrics)) + width * (len(systems) - 1) / 2, metrics, rotation=20, fontsize=8)
         ax.set_title(f"{group} (n={summary.get('n') if group == 'all' else block.get('n', 0)})")
         ax.set_ylim(0, 1.05)
-    axes[0][0].legend()
+    handles, labels = axes[0][0].get_legend_handles_labels()  # below the panels, where no bar is hidden by it
+    fig.legend(handles, labels, loc="lower center", ncol=len(systems), fontsize=8, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
