@@ -112,6 +112,18 @@ def test_a_hop_searches_each_entity_its_parents_best_page_names():
     assert shirley.request.text.startswith(f"{shirley.entity} ") and "government" in shirley.request.text
 
 
+@pytest.mark.parametrize(("second_page_score", "widened"), [(0.6, True), (0.002, False)])
+def test_a_hops_retry_widens_to_the_parents_next_page_only_when_the_reranker_found_it_relevant(
+        second_page_score, widened):
+    run = bridge_run()
+    second = node("Meet Corliss Archer", "Meet Corliss Archer aired on CBS; Janet Waldo played the lead.", "m")
+    run.ranked["s1"] = [NodeWithScore(node=KISS_AND_TELL.node, score=0.95),
+                        NodeWithScore(node=second.node, score=second_page_score)]
+    entities = {v.entity for v in subquery_searches(POLICY, run, run.plan.subqueries[1], attempt=2)}
+    assert any("Shirley Temple" in (e or "") for e in entities)  # the best page's names, always
+    assert any("Janet Waldo" in (e or "") for e in entities) is widened
+
+
 def test_a_hop_whose_parent_found_nothing_searches_the_words_around_the_reference():
     run = bridge_run()
     [variant] = subquery_searches(POLICY, run, run.plan.subqueries[1], attempt=1)

@@ -42,7 +42,8 @@ def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, atte
     """The searches a subquery runs on its `attempt`-th try: one, or one per candidate bridge entity for a hop.
 
     A retry (attempt > 1) widens: top_k grows by SUBQUERY_TOPK_STEP, the text gains the hints'
-    synonyms and must_include terms, and a bridge tries the entities of one more parent document.
+    synonyms and must_include terms, and a bridge tries the entities of one more parent document (one the
+    reranker scored at least COVERAGE_MIN_SCORE).
     """
     text = run.rewritten.get(sq.id, sq.text)
     request = SearchRequest(
@@ -63,7 +64,11 @@ def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, atte
         return [Variant(sq.id, replace(request, text=text or run.plan.query))]
     child = resolve_references(request.text, {p: t for p, t in titles.items() if p != bridge_parent})
     variants: list[Variant] = []
-    for parent_hit in found[bridge_parent][:attempt]:
+    # A retry widens to the parent's next pages, but only to pages the reranker found about the parent's search:
+    # names on a page it scored under COVERAGE_MIN_SCORE lead the hop away from the chain.
+    parent_pages = [hit for rank, hit in enumerate(found[bridge_parent][:attempt])
+                    if rank == 0 or (hit.score or 0.0) >= policy.coverage_min_score]
+    for parent_hit in parent_pages:
         for query in bridge_queries(child, _title(parent_hit), parent_hit.node.get_content(), run.plan.query,
                                     policy.bridge_max_entities):
             if all(v.request.text != query.text for v in variants):
