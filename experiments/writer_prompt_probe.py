@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from llama_index.core import PromptTemplate
 
 from dagrag import Settings
 from dagrag.agents.writer import WRITER_SYSTEM, WRITER_USER
-from dagrag.core.replies import split_concise_answer
+from dagrag.core.replies import ANSWER_LINE, split_concise_answer
 from dagrag.core.result import RunLedger, Source
 from dagrag.core.sources import fence_sources
 from dagrag.stack import build_llm_client
@@ -49,13 +48,12 @@ Answer: Nokia"""
 )
 REASON_FIRST_USER = PromptTemplate("Sources:\n{sources}\n\nQuestion: {question}\n"
                                    'Reply with the cited sentences, then the "Answer:" line.')
-LAST_ANSWER_LINE = re.compile(r"^\s*\**\s*answer\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*$", re.IGNORECASE)
 
 
 def split_last_answer(reply: str) -> tuple[str | None, str]:
     lines = [line for line in reply.strip().splitlines() if line.strip()]
     for index in range(len(lines) - 1, -1, -1):
-        if match := LAST_ANSWER_LINE.match(lines[index]):
+        if match := ANSWER_LINE.match(lines[index]):
             return match.group(1).rstrip(".").strip() or None, " ".join(lines[:index])
     return None, reply
 

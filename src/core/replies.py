@@ -57,7 +57,7 @@ def extract_json_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
-_ANSWER_LINE = re.compile(r"^\s*\**\s*(?:final\s+|short\s+)?answer\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*$", re.IGNORECASE)
+ANSWER_LINE = re.compile(r"^\s*\**\s*(?:final\s+|short\s+)?answer\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*$", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[\d+\]")
 NO_ANSWER_WORDS = {"unknown", "none", "n/a", "not stated", "not given", "cannot be determined"}
 MAX_CONCISE_CHARS = 200  # a longer "short answer" is not one: it stays part of the answer text
@@ -74,7 +74,7 @@ def split_concise_answer(reply: str) -> tuple[str | None, str]:
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:
         return None, ""
-    match = _ANSWER_LINE.match(lines[first])
+    match = ANSWER_LINE.match(lines[first])
     if match is None or not match.group(1) or len(match.group(1)) > MAX_CONCISE_CHARS:
         return None, reply.strip()
     concise = _CITATION.sub("", match.group(1)).strip().rstrip(".").strip()
