@@ -57,6 +57,15 @@ def test_bridge_queries_pair_each_entity_with_what_is_left_to_find():
     assert all("Corliss" not in q.entity for q in queries)
 
 
+def test_a_bridge_entity_comes_from_the_passages_prose_not_from_its_code_blocks():
+    # A docs chunk: the quoted tab name and string literals inside fences name no page another hop could reach.
+    passage = ('```toml tab="config.toml"\n[dirs.env]\nvirtual = "~/.virtualenvs"\n```\n\n'
+               'Environments of other types are stored as described in "Hatch Data".\n\n~~~python\nx = "Unclosed"')
+    question = "Where does Hatch store environments by default?"
+    entities = [q.entity for q in bridge_queries("{s1} " + question, "Configuration", passage, question, limit=8)]
+    assert entities == ["Configuration", "Hatch Data"]
+
+
 def test_the_parents_title_is_a_candidate_when_the_question_does_not_name_it():
     queries = bridge_queries("{s1} Where was she born?", "Shirley Temple", "She was an actress.",
                              "Where was the actress who played Corliss Archer born?", limit=8)

@@ -29,6 +29,9 @@ _NOT_NAMES = frozenset(
     january february march april may june july august september october november december""".split()
 )
 _TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
+# A fenced code block, closed by the same fence or by the end of the passage (a chunk may end inside one).
+_FENCED_CODE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|\Z)",
+                          re.MULTILINE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,12 @@ def named_spans(passage: str, known: str, limit: int) -> list[str]:
     return spans
 
 
+def prose(passage: str) -> str:
+    """The passage without its fenced code blocks: a quoted string there is a literal (`tab="config.toml"`,
+    `virtual = "~/.virtualenvs"`), not the title of something another page is about."""
+    return _FENCED_CODE.sub(" ", passage)
+
+
 def unexplained_words(child_text: str, evidence: str) -> list[str]:
     """The child's content words that the parent's evidence does not contain: what is left to find."""
     seen = set(content_words(evidence))
@@ -69,7 +78,8 @@ def bridge_queries(child_text: str, parent_title: str, parent_passage: str, ques
     and the named spans of its passage, each with the words the passage leaves unexplained."""
     rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
     title = _TITLE_QUALIFIER.sub("", parent_title)
-    entities = list(dict.fromkeys(named_spans(title, question, 1) + named_spans(parent_passage, question, limit)))
+    spans = named_spans(title, question, 1) + named_spans(prose(parent_passage), question, limit)
+    entities = list(dict.fromkeys(spans))
     entities = entities[:limit]
     return [BridgeQuery(entity=e, text=f"{e} {rest}".strip()) for e in entities]
 
