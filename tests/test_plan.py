@@ -244,3 +244,28 @@ def test_a_step_that_only_combines_earlier_answers_is_dropped():
     chained = plan.model_copy(update={"subqueries": [*plan.subqueries[:2], plan.subqueries[2].model_copy(
         update={"text": "Which of {s1} and {s2} was decided first?"})]})
     assert validate_plan(chained, question=question, subquery_max=4) == []
+
+
+def test_a_search_written_twice_is_dropped_unless_another_subquery_builds_on_it():
+    # What Qwen2.5-1.5B planned for a MuSiQue three-hop question: the same search three times.
+    question = "Where is the country the sandwich named for the predecessor of National Rail is from located?"
+    repeated = "Where is the country the sandwich is from located?"
+    plan = Plan.model_validate({"query": question, "subqueries": [
+        {"id": "s1", "text": "What was the predecessor of National Rail?"},
+        {"id": "s2", "text": repeated},
+        {"id": "s3", "text": repeated.upper()},
+        {"id": "s4", "text": f" {repeated} "}]})
+    assert [i.code for i in validate_plan(plan, question=question, subquery_max=4)] == ["repeated_search"] * 2
+    executed = finalize_plan(plan, question=question, subquery_max=4, origin=PlanOrigin.LLM)
+    assert executed is not None and executed.origin is PlanOrigin.REPAIRED
+    assert [sq.id for sq in executed.subqueries] == ["s1", "s2"]
+    assert [n for n in executed.notes if "repeats" in n] == [
+        "dropped s3: it repeats an earlier subquery's search", "dropped s4: it repeats an earlier subquery's search"]
+    # The same words after another parent search something else; a repeat a later hop builds on stays.
+    chained = Plan.model_validate({"query": question, "subqueries": [
+        {"id": "s1", "text": "What was the predecessor of National Rail?"},
+        {"id": "s2", "text": repeated},
+        {"id": "s3", "text": repeated, "parents": ["s1"]},
+        {"id": "s4", "text": repeated},
+        {"id": "s5", "text": "Where is {s4} located?", "parents": ["s4"]}]})
+    assert validate_plan(chained, question=question, subquery_max=5) == []

@@ -216,6 +216,7 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
         issues.append(PlanIssue(code="query_off_topic", message="the query shares no content word with the question"))
     question_words = set(content_words(question)) | set(content_words(plan.query))
     all_ids = {sq.id for sq in plan.subqueries}
+    repeats = _repeated_searches(plan.subqueries)
     seen: set[str] = set()
     for sq in plan.subqueries:
         if sq.id in seen:
@@ -232,6 +233,9 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
                 PlanIssue(code="off_topic", message=f"{sq.id} shares no content word with the question",
                           subquery_id=sq.id)
             )
+        if sq.id in repeats:
+            issues.append(PlanIssue(code="repeated_search", subquery_id=sq.id,
+                                    message=f"{sq.id} repeats an earlier subquery's search (same text, same parents)"))
         if _only_combines(sq):
             issues.append(PlanIssue(
                 code="combine_step", subquery_id=sq.id,
@@ -255,6 +259,21 @@ def _only_combines(sq: SubQuery) -> bool:
     """A subquery with several parents that names none of them ("Which was decided first?" after one search
     per case) asks to combine answers, which search cannot do. Small LLMs add such steps."""
     return len(set(sq.parents)) >= 2 and not any(f"{{{parent}}}" in sq.text for parent in sq.parents)
+
+
+def _repeated_searches(subqueries: list[SubQuery]) -> set[str]:
+    """Ids of subqueries that search exactly what an earlier one searches (the same text, case and spacing
+    aside, after the same parents) and that no subquery builds on, so dropping them loses nothing. Small LLMs
+    write the same search three times ("Where is the country ... located?" as s2, s3 and s4)."""
+    named = {parent for sq in subqueries for parent in sq.parents}
+    searched: set[tuple[str, frozenset[str]]] = set()
+    repeats: set[str] = set()
+    for sq in subqueries:
+        search = (" ".join(sq.text.lower().split()), frozenset(sq.parents))
+        if search in searched and sq.id not in named:
+            repeats.add(sq.id)
+        searched.add(search)
+    return repeats
 
 
 def _graph(plan: Plan) -> nx.DiGraph:
@@ -355,6 +374,11 @@ def repair_plan(plan: Plan, *, question: str, subquery_max: int) -> tuple[Plan, 
         kept = [sq for sq in kept if sq.id not in combiners]
         for sq in kept:
             sq.parents = [p for p in sq.parents if p not in combiners]
+
+    # After the combiners: cutting their links can make two searches the same.
+    while repeats := _repeated_searches(kept):
+        notes.extend(f"dropped {sq.id}: it repeats an earlier subquery's search" for sq in kept if sq.id in repeats)
+        kept = [sq for sq in kept if sq.id not in repeats]
 
     if plan.requires_retrieval and not kept and plan.subqueries:
         notes.append("no usable subquery left")
