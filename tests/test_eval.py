@@ -390,3 +390,46 @@ def test_out_of_minutes_starts_nothing_and_compares_systems_only_on_questions_al
     rows = _rows(out)
     assert len(rows) == 4 and ("dag-rule", lost["id"]) in rows
     assert {name: block["n"] for name, block in _summary(out)["systems"].items()} == {"dag": 2, "dag-rule": 2}
+
+
+def test_the_planner_probe_replays_the_llms_plans_offline_and_finds_what_the_llm_run_found(
+        tmp_path, llm_server, index_dir, monkeypatch):
+    import asyncio
+
+    import planner_probe
+
+    def two_searches(request: dict) -> str:
+        question = _asked(request)
+        return json.dumps({"query": question, "requires_retrieval": True, "hyde_document": None, "subqueries": [
+            {"id": "s1", "text": question, "parents": []},
+            {"id": "s2", "text": " ".join(question.rstrip("?").split()[-3:]), "parents": []}]})
+
+    llm_server.script("planner", two_searches)
+    assert _run(tmp_path / "eval", index_dir, "--limit", "4", "--systems", "dag") == 0
+    llm_server.reset()
+    out = tmp_path / "probe"
+    args = planner_probe.build_parser().parse_args(
+        ["--data", str(SAMPLE), "--limit", "4", "--budget", "2", "--index-dir", str(index_dir), "--out", str(out)])
+    asyncio.run(planner_probe.main(args))
+    # One LLM call per question, the planner's; nothing is written or verified with the LLM.
+    assert len(llm_server.requests_of("planner")) == 4 and len(llm_server.requests) == 4
+    plans = [json.loads(line) for line in (out / "plans.jsonl").read_text().splitlines()]
+    assert [p["origin"] for p in plans] == ["llm"] * 4 and all(len(p["plan"]["subqueries"]) == 2 for p in plans)
+    rows = [json.loads(line) for line in (out / "per_question.jsonl").read_text().splitlines()]
+    assert sorted((r["system"], r["id"]) for r in rows) == sorted(
+        (system, p["id"]) for p in plans for system in ("single", "rule-plan", "llm-plan"))
+    # The replayed plan hands the writer what the LLM run handed it, question for question.
+    llm_run = {r["id"]: [s["title"] for s in r["sources"]] for r in _rows(tmp_path / "eval").values()}
+    replayed = {r["id"]: [s["title"] for s in r["sources"]] for r in rows if r["system"] == "llm-plan"}
+    assert replayed == llm_run
+    single = {r["id"]: [s["title"] for s in r["sources"]] for r in rows if r["system"] == "single"}
+    assert replayed != single  # the second search found something: the plan is not the question alone
+    assert all(r["plan_origin"] == "llm" for r in rows if r["system"] == "llm-plan")
+    assert "| llm-plan | all | 4 |" in (out / "summary.md").read_text()
+
+    # Again without an LLM: the recorded plans are replayed, none is asked for.
+    monkeypatch.setenv("DAGRAG_LLM", "none")
+    llm_server.reset()
+    asyncio.run(planner_probe.main(args))
+    assert not llm_server.requests
+    assert [json.loads(line) for line in (out / "plans.jsonl").read_text().splitlines()] == plans

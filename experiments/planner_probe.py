@@ -1,0 +1,171 @@
+"""Which planner suits your model: the LLM planner's plans against the rule planner's, by what they retrieve.
+
+    DAGRAG_LLM=... python experiments/planner_probe.py --data ../shared/data/hotpotqa_dev.jsonl --seed 1 \
+        --per-type 20 --budget 4 --index-dir .dagrag/eval-llm-qdrant --out runs/planner-hotpot40
+
+A plan costs one LLM call; answering a question costs three or four (plan, answer, verification), and on a
+small local model each takes most of a minute. So this asks the LLM for plans only (OUT/plans.jsonl, one line
+per question as it comes: a re-run resumes), then runs every plan without the LLM on the same index, beside
+the rule planner's plan, the question alone (`single`) and, for MuSiQue, the gold decomposition (`oracle`),
+and scores what each hands the writer (OUT/per_question.jsonl, OUT/summary.md). Retrieval does not depend on
+the LLM once the plan is made (with RESOLVE_WITH_LLM and SUBQUERY_HYDE off, the defaults), so a replayed plan
+retrieves what the full LLM run retrieved: on the real-LLM benchmark's 20 HotpotQA questions, the same joint
+recall, question for question. Without DAGRAG_LLM only plans already in OUT/plans.jsonl are replayed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from eval import (
+    Corpus,
+    TokenCounter,
+    dagrag_row,
+    dagrag_workflow,
+    index_spec,
+    pooled_corpus,
+    run_dagrag,
+    summarize,
+    write_atomically,
+)
+from eval_data import Example, decomposition_plan, load_examples
+from eval_docs import docs_corpus, docs_corpus_folder
+from tqdm import tqdm
+
+from dagrag import Plan, Settings
+from dagrag.agents.planner import QueryPlannerAgent
+from dagrag.core.plan import SubQuery
+from dagrag.core.result import RunLedger
+from dagrag.ingest import ingest_nodes
+from dagrag.stack import build_embed_model, build_llm_client, build_reranker
+
+PLANS_FILE = "plans.jsonl"
+
+
+def read_plans(path: Path) -> dict[str, dict[str, Any]]:
+    """Recorded plans by question id (the later of two lines wins)."""
+    if not path.exists():
+        return {}
+    return {record["id"]: record for record in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+
+
+async def collect_plans(examples: list[Example], settings: Settings, path: Path) -> None:
+    """Ask the LLM planner for each question's plan not yet in `path`, appending each as it comes."""
+    client = build_llm_client(settings)
+    todo = [e for e in examples if e.id not in read_plans(path)]
+    if client is None:
+        if todo:
+            print(f"no LLM configured (DAGRAG_LLM): {len(todo)} questions have no recorded plan and are left out",
+                  file=sys.stderr)
+        return
+    planner = QueryPlannerAgent(client, subquery_max=settings.subquery_max, enable_dag=True,
+                                bridge=settings.planner_bridge)
+    with path.open("a", encoding="utf-8") as out:
+        for example in tqdm(todo, desc="plans", unit="question"):
+            ledger = RunLedger()
+            started = time.perf_counter()
+            plan = await planner.aplan(example.question, [], ledger)
+            out.write(json.dumps({
+                "id": example.id, "question": example.question, "origin": plan.origin.value,
+                "plan": plan.model_dump(mode="json"), "seconds": round(time.perf_counter() - started, 1),
+                "llm_tokens": sum((c.prompt_tokens or 0) + (c.completion_tokens or 0) for c in ledger.llm_calls),
+                "degradations": [d.model_dump(mode="json") for d in ledger.degradations]},
+                ensure_ascii=False) + "\n")
+            out.flush()
+
+
+def as_given(recorded: dict[str, Any]) -> Plan:
+    """The plan the LLM run executed, to be executed again (validated and repaired as any given plan)."""
+    return Plan(query=recorded["query"], requires_retrieval=recorded["requires_retrieval"],
+                subqueries=[SubQuery.model_validate(sq) for sq in recorded["subqueries"]])
+
+
+async def replay(examples: list[Example], settings: Settings, plans: dict[str, dict[str, Any]],
+                 corpus: Corpus) -> list[dict[str, Any]]:
+    """Every planner's plan for every question with a recorded LLM plan, run offline; one scored row each."""
+    offline = settings.model_copy(update={"llm": "none"})
+    embed_model = build_embed_model(offline.embed_model, offline.embed_batch_size)
+    with tqdm(total=len(corpus.nodes), desc="index", unit="doc") as bar:
+        ingest_nodes(offline, corpus.nodes, embed_model, progress=bar.update)
+    reranker = build_reranker(offline)
+    workflows = {name: dagrag_workflow(name, offline, None, embed_model, reranker) for name in ("single", "dag")}
+    tokens = TokenCounter()
+    rows: list[dict[str, Any]] = []
+    chosen = [e for e in examples if e.id in plans]
+    for example in tqdm(chosen, desc="replay", unit="question"):
+        runs: list[tuple[str, str, Plan | None]] = [
+            ("single", "single", None), ("rule-plan", "dag", None),
+            ("llm-plan", "dag", as_given(plans[example.id]["plan"]))]
+        if example.decomposition:
+            runs.append(("oracle", "dag", Plan.model_validate(decomposition_plan(example))))
+        for name, workflow, plan in runs:
+            result, seconds = await run_dagrag(workflows[workflow], example, plan)
+            row = dagrag_row(example, result, seconds, tokens)
+            if name == "llm-plan":
+                row["plan_origin"] = plans[example.id]["origin"]  # how the LLM run got it, not "given"
+            rows.append({"system": name, "id": example.id, "question": example.question, "type": example.type,
+                         "gold": example.answers, "supporting": example.supporting_titles, **row})
+    return rows
+
+
+def planner_table(systems: dict[str, Any]) -> str:
+    """Retrieval by planner and question type; the LLM plans' origins."""
+    lines = ["| planner | type | n | recall | joint recall | subqueries |", "|---|---|---|---|---|---|"]
+    for name, summary in systems.items():
+        for type_name, block in [("all", summary), *summary["by_type"].items()]:
+            lines.append(f"| {name} | {type_name} | {block['n']} | {block['recall']:.3f} | "
+                         f"{block['joint_recall']:.3f} | {block['subqueries']:.2f} |")
+    return "\n".join(lines)
+
+
+async def main(args: argparse.Namespace) -> None:
+    examples = load_examples(Path(args.data), limit=args.limit, seed=args.seed, per_type=args.per_type)
+    docs_folder = docs_corpus_folder(examples, args.corpus)
+    base = Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir))
+    corpus = (Corpus(*docs_corpus(docs_folder, index_spec(base))) if docs_folder
+              else pooled_corpus(examples, index_spec(base)))
+    settings = base.model_copy(update={"collection": f"eval_{corpus.key}"})
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    await collect_plans(examples, settings, out / PLANS_FILE)
+    plans = read_plans(out / PLANS_FILE)
+    rows = await replay(examples, settings, plans, corpus)
+    write_atomically(out / "per_question.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    systems = summarize(rows)
+    for name, summary in systems.items():  # the plan's size, beside what it found
+        for type_name, block in [(None, summary), *summary["by_type"].items()]:
+            chosen = [r for r in rows if r["system"] == name and type_name in (None, r["type"])]
+            block["subqueries"] = sum(len(r["plan"]["subqueries"]) for r in chosen) / len(chosen)
+    origins = {o: sum(r["origin"] == o for r in plans.values() if r["id"] in {e.id for e in examples})
+               for o in ("llm", "repaired", "fallback")}
+    seconds = [r["seconds"] for r in plans.values() if r.get("seconds")]
+    text = "\n".join([
+        f"# {Path(args.data).name}: {len({r['id'] for r in rows})} questions with an LLM plan, budget {args.budget}",
+        "", planner_table(systems), "",
+        f"LLM plans: {', '.join(f'{o} {c}' for o, c in origins.items())}"
+        + (f"; {sum(seconds) / len(seconds):.1f} s per plan" if seconds else "")])
+    write_atomically(out / "summary.md", text + "\n")
+    print(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="shared JSONL, HotpotQA/2Wiki JSON, MuSiQue JSONL, docs JSONL")
+    parser.add_argument("--corpus", help="docs questions only: the folder of documents")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--per-type", type=int)
+    parser.add_argument("--budget", type=int, default=4)
+    parser.add_argument("--index-dir", default=".dagrag/eval-qdrant")
+    parser.add_argument("--out", required=True, help="folder: plans.jsonl (resumable), per_question.jsonl, summary.md")
+    return parser
+
+
+if __name__ == "__main__":
+    asyncio.run(main(build_parser().parse_args()))
