@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import hashlib
 import json
 import os
@@ -53,7 +52,6 @@ from eval_metrics import (
 )
 
 from dagrag import Plan, PlanOrigin, QueryResult, QueryWorkflow, Settings
-from dagrag.agents.planner import QueryPlannerAgent
 from dagrag.ingest import ingest_nodes, make_node
 from dagrag.stack import build_agents, build_embed_model, build_llm, build_reranker
 from dagrag.store import open_vector_store
@@ -441,11 +439,10 @@ def skip_reason(name: str, llm: Any, examples: list[Example]) -> str | None:
 
 
 def dagrag_workflow(name: str, settings: Settings, llm: Any, embed_model: Any, reranker: Any) -> QueryWorkflow:
-    variant = settings.model_copy(update={"planner_enable_dag": name != "single"})
+    # dag-rule: the rule planner; the writer, verifier and resolver keep the LLM
+    variant = settings.model_copy(update={"planner_enable_dag": name != "single",
+                                          **({"planner": "rule"} if name == "dag-rule" else {})})
     agents = build_agents(variant, llm=llm, embed_model=embed_model, reranker=reranker)
-    if name == "dag-rule":  # the rule planner; the writer, verifier and resolver keep the LLM
-        agents = dataclasses.replace(agents, planner=QueryPlannerAgent(
-            None, subquery_max=variant.subquery_max, enable_dag=True, bridge=variant.planner_bridge))
     return QueryWorkflow(**vars(agents), settings=variant)
 
 

@@ -96,6 +96,10 @@ class Settings(BaseSettings):
 
     # --- planner and retrieval (names from the design note) -----------------------------------
     planner_enable_dag: bool = True
+    planner: Literal["llm", "rule"] = Field(
+        "llm", description="With an LLM: who plans. `rule`: the offline rule planner plans (no LLM call) and the "
+        "LLM still writes and verifies; for a model whose plans retrieve less than the rule planner's "
+        "(experiments/planner_probe.py measures it). Without an LLM the rule planner always plans.")
     subquery_max: int = Field(4, ge=1, le=16)
     subquery_topk_base: int = Field(5, ge=1, le=200, description="Candidates reranked per subquery.")
     subquery_max_iters: int = Field(

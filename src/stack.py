@@ -157,8 +157,8 @@ def build_agents(
         writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences,
                                  passage_chars=passage_chars)
     return Agents(
-        planner=QueryPlannerAgent(client, subquery_max=settings.subquery_max, enable_dag=settings.planner_enable_dag,
-                                  bridge=settings.planner_bridge),
+        planner=QueryPlannerAgent(client if settings.planner == "llm" else None, subquery_max=settings.subquery_max,
+                                  enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge),
         searcher=build_searcher(settings, embed_model=embed_model, vector_store=vector_store),
         reranker=reranker,
         writer=writer,

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from dagrag.agents.rule_planner import plan_offline
 from dagrag.testing.openai_server import ScriptedOpenAIServer, dagrag_llm
 
 QUESTION = "Were Scott Derrickson and Ed Wood of the same nationality?"
@@ -58,6 +59,15 @@ async def test_a_good_plan_is_used_as_is_and_every_call_is_accounted(server, llm
     # Sources reach the writer fenced as data.
     writer_prompt = server.requests_of("writer")[0]["messages"][-1]["content"]
     assert '<source id="1" title="Scott Derrickson">' in writer_prompt
+
+
+async def test_planner_rule_plans_without_the_llm_which_still_writes_and_verifies(server, llm_workflow):
+    server.script("planner", json.dumps(GOOD_PLAN))
+    result = await llm_workflow(planner="rule").run(query=QUESTION)
+    assert not server.requests_of("planner") and result.plan.origin.value == "offline"
+    assert [sq.text for sq in result.plan.subqueries] == [sq.text for sq in plan_offline(QUESTION).subqueries]
+    assert [c.agent for c in result.llm_calls.calls] == ["writer", "verifier"]
+    assert result.answer == WRITER_REPLY and result.verification.method == "llm"
 
 
 @pytest.mark.parametrize("wrap", [
