@@ -10,7 +10,7 @@
 #   scripts/local_llm.sh status          (exit 0: running, 3: not running)
 #   scripts/local_llm.sh probe           (one json_object and one json_schema chat completion)
 #
-# `start` prints only the two export lines on stdout (messages go to stderr), so
+# `start` prints only export lines on stdout (messages go to stderr), so
 #   eval "$(scripts/local_llm.sh start)"
 # points dagrag at the server. Build, model, pid file and log live in
 # ${LOCAL_LLM_HOME:-${XDG_CACHE_HOME:-~/.cache}/dagrag/llm} (not a DAGRAG_* name: dagrag's Settings refuse
@@ -285,6 +285,9 @@ print_exports() {
   # and dagrag must know the server's context to keep prompts inside it.
   echo "export DAGRAG_LLM_TIMEOUT_S=300"
   echo "export DAGRAG_LLM_CONTEXT_WINDOW=${CTX:-4096}"
+  # This model's plans retrieve less than the rule planner's (experiments/planner_probe.py, README "Which
+  # planner"): it writes and verifies, the rule planner plans.
+  echo "export DAGRAG_PLANNER=rule"
 }
 
 cmd_start() {

@@ -261,11 +261,16 @@ def test_a_search_written_twice_is_dropped_unless_another_subquery_builds_on_it(
     assert [sq.id for sq in executed.subqueries] == ["s1", "s2"]
     assert [n for n in executed.notes if "repeats" in n] == [
         "dropped s3: it repeats an earlier subquery's search", "dropped s4: it repeats an earlier subquery's search"]
-    # The same words after another parent search something else; a repeat a later hop builds on stays.
+    # Without a `{sN}` in it, the same text is the same search whatever its parents ("Who played ...?" three
+    # times in a chain: the last is dropped, then the one before it, which nothing builds on any more).
+    chain = Plan.model_validate({"query": question, "subqueries": [
+        {"id": "s1", "text": repeated}, {"id": "s2", "text": repeated, "parents": ["s1"]},
+        {"id": "s3", "text": repeated, "parents": ["s2"]}]})
+    assert [i.subquery_id for i in validate_plan(chain, question=question, subquery_max=4)] == ["s3"]
+    executed = finalize_plan(chain, question=question, subquery_max=4, origin=PlanOrigin.LLM)
+    assert executed is not None and [sq.id for sq in executed.subqueries] == ["s1"]
+    # A repeat a later hop builds on stays.
     chained = Plan.model_validate({"query": question, "subqueries": [
-        {"id": "s1", "text": "What was the predecessor of National Rail?"},
-        {"id": "s2", "text": repeated},
-        {"id": "s3", "text": repeated, "parents": ["s1"]},
-        {"id": "s4", "text": repeated},
-        {"id": "s5", "text": "Where is {s4} located?", "parents": ["s4"]}]})
-    assert validate_plan(chained, question=question, subquery_max=5) == []
+        {"id": "s1", "text": repeated}, {"id": "s2", "text": repeated},
+        {"id": "s3", "text": "Where is {s2} located?", "parents": ["s2"]}]})
+    assert validate_plan(chained, question=question, subquery_max=4) == []

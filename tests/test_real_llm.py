@@ -2,7 +2,7 @@
 
 Skipped unless DAGRAG_TEST_LLM_BASE_URL is set; CI keeps the scripted loopback server. With the local model:
 
-    bash scripts/local_llm.sh start      # prints the DAGRAG_LLM / DAGRAG_LLM_BASE_URL to export
+    bash scripts/local_llm.sh start      # prints the DAGRAG_* settings to export
     DAGRAG_TEST_LLM_BASE_URL=http://127.0.0.1:8080/v1 .venv/bin/python -m pytest -q tests/test_real_llm.py
 
 A small model is slow (tens of seconds a question on one CPU thread) and weak, so these check what must hold

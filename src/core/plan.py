@@ -235,7 +235,7 @@ def validate_plan(plan: Plan, *, question: str, subquery_max: int) -> list[PlanI
             )
         if sq.id in repeats:
             issues.append(PlanIssue(code="repeated_search", subquery_id=sq.id,
-                                    message=f"{sq.id} repeats an earlier subquery's search (same text, same parents)"))
+                                    message=f"{sq.id} repeats an earlier subquery's search"))
         if _only_combines(sq):
             issues.append(PlanIssue(
                 code="combine_step", subquery_id=sq.id,
@@ -262,14 +262,15 @@ def _only_combines(sq: SubQuery) -> bool:
 
 
 def _repeated_searches(subqueries: list[SubQuery]) -> set[str]:
-    """Ids of subqueries that search exactly what an earlier one searches (the same text, case and spacing
-    aside, after the same parents) and that no subquery builds on, so dropping them loses nothing. Small LLMs
-    write the same search three times ("Where is the country ... located?" as s2, s3 and s4)."""
+    """Ids of subqueries that search exactly what an earlier one searches and that no subquery builds on, so
+    dropping them loses nothing. The same text (case and spacing aside) is the same search: the parents whose
+    findings it uses are named in it (`{s1}`), the others only order the searches. Small LLMs write the same
+    search three times ("Where is the country ... located?" as s2, s3 and s4)."""
     named = {parent for sq in subqueries for parent in sq.parents}
-    searched: set[tuple[str, frozenset[str]]] = set()
+    searched: set[str] = set()
     repeats: set[str] = set()
     for sq in subqueries:
-        search = (" ".join(sq.text.lower().split()), frozenset(sq.parents))
+        search = " ".join(sq.text.lower().split())
         if search in searched and sq.id not in named:
             repeats.add(sq.id)
         searched.add(search)
