@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The real-LLM benchmark (HotpotQA 10 bridge + 10 comparison, MuSiQue 5; budget 4, one question at a time)
+# The real-LLM benchmark (HotpotQA 10 bridge + 10 comparison, MuSiQue 5; budget 4, one question at a time;
+# then the planners compared on HotpotQA 40 and MuSiQue 20 at one LLM call per question)
 # against a local llama-server (scripts/local_llm.sh start). Resumable: run it again to continue.
 set -euo pipefail
 cd "$(dirname "$0")/.."  # the repository root
@@ -19,3 +20,11 @@ DAGRAG_RESOLVE_WITH_LLM=true .venv/bin/python experiments/eval.py "${HOTPOT[@]}"
 # 3. MuSiQue, today's defaults.
 .venv/bin/python experiments/eval.py --data ../shared/data/musique_train_sample.jsonl --seed 1 --limit 5 \
   --systems single,dag,dag-rule,subq --budget 4 --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --out runs/llm-musique5
+# 4. The rule planner with the LLM writing and verifying (PLANNER=rule, what scripts/local_llm.sh exports),
+#    resolver off (today's default), on the same 20 HotpotQA questions.
+.venv/bin/python experiments/eval.py "${HOTPOT[@]}" --systems dag-rule --out runs/llm-hotpot20-rule
+# 5. Which planner suits the model: its plans (one call per question) replayed offline beside the rule planner's.
+(cd experiments && ../.venv/bin/python planner_probe.py --data ../../shared/data/hotpotqa_dev.jsonl --seed 1 \
+  --per-type 20 --budget 4 --index-dir ../.dagrag/eval-llm-qdrant --out ../runs/planner-hotpot40)
+(cd experiments && ../.venv/bin/python planner_probe.py --data ../../shared/data/musique_train_sample.jsonl --seed 1 \
+  --limit 20 --budget 4 --index-dir ../.dagrag/eval-llm-qdrant --out ../runs/planner-musique20)

@@ -17,6 +17,7 @@ RUNS = (  # (folder, system in it, name in the figure)
     ("runs/llm-hotpot20", "dag", "dag (resolver on)"),
     ("runs/llm-hotpot20-defaults", "dag", "dag (defaults)"),
     ("runs/llm-hotpot20", "dag-rule", "dag-rule (resolver on)"),
+    ("runs/llm-hotpot20-rule", "dag-rule", "dag, PLANNER=rule"),
     ("runs/llm-hotpot20", "subq", "subq"),
     ("runs/offline-hotpot20", "dag", "offline dag"),
 )
