@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."  # the repository root
 export DAGRAG_LLM=openai-like:qwen2.5-coder-1.5b-instruct DAGRAG_LLM_BASE_URL=http://127.0.0.1:8080/v1
 export DAGRAG_LLM_TIMEOUT_S=300 DAGRAG_LLM_CONTEXT_WINDOW=4096
+# `dag` is the LLM planner here, whatever the shell has from scripts/local_llm.sh (PLANNER=rule); `dag-rule` the rule one.
+export DAGRAG_PLANNER=llm
 # A query on a shared 2-core machine can take minutes: a deadline that cuts it short would score the
 # machine's load, not the system.
 export DAGRAG_QUERY_TIMEOUT_S=1200
