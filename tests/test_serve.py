@@ -494,11 +494,19 @@ def test_the_query_deadline_gives_a_partial_result_not_a_hung_request(make_serve
 # --- logs and metrics -------------------------------------------------------------------------------------
 
 def test_one_json_log_line_per_request_without_keys_or_text(client: httpx.Client, caplog: pytest.LogCaptureFixture):
+    def access_lines() -> list[dict]:
+        return [json.loads(r.getMessage()) for r in caplog.records if r.name == access_log.name]
+
     with caplog.at_level("INFO", logger=access_log.name):
         client.post("/query", json={"question": DERRICKSON}, headers={"X-Request-ID": "trace-42"})
         client.post("/query", json={"question": ""})
         generated = client.get("/health").headers["x-request-id"]
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == access_log.name]
+        # The server thread writes a request's line once the response is sent: the client can read the
+        # response first (seen on a loaded machine), so wait for the third line, for at most a few seconds.
+        waited = time.monotonic()
+        while len(access_lines()) < 3 and time.monotonic() - waited < 5:
+            time.sleep(0.01)
+    lines = access_lines()
     assert [(line["route"], line["status"]) for line in lines] == [("/query", 200), ("/query", 422),
                                                                   ("/health", 200)]
     assert lines[0]["request_id"] == "trace-42" and lines[2]["request_id"] == generated
