@@ -144,12 +144,18 @@ async def main(args: argparse.Namespace) -> None:
         for type_name, block in [(None, summary), *summary["by_type"].items()]:
             chosen = [r for r in rows if r["system"] == name and type_name in (None, r["type"])]
             block["subqueries"] = sum(len(r["plan"]["subqueries"]) for r in chosen) / len(chosen)
+    joint = {(r["system"], r["id"]): r["metrics"]["joint_recall"] for r in rows}
+    asked = sorted({r["id"] for r in rows})
+    more = sum(joint[("llm-plan", i)] > joint[("rule-plan", i)] for i in asked)
+    less = sum(joint[("llm-plan", i)] < joint[("rule-plan", i)] for i in asked)
     origins = {o: sum(r["origin"] == o for r in plans.values() if r["id"] in {e.id for e in examples})
                for o in ("llm", "repaired", "fallback")}
     seconds = [r["seconds"] for r in plans.values() if r.get("seconds")]
     text = "\n".join([
         f"# {Path(args.data).name}: {len({r['id'] for r in rows})} questions with an LLM plan, budget {args.budget}",
         "", planner_table(systems), "",
+        f"Against the rule planner's, the LLM's plans found more (joint recall) on {more} questions and less on "
+        f"{less}.", "",
         f"LLM plans: {', '.join(f'{o} {c}' for o, c in origins.items())}"
         + (f"; {sum(seconds) / len(seconds):.1f} s per plan" if seconds else "")])
     write_atomically(out / "summary.md", text + "\n")

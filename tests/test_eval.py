@@ -425,7 +425,11 @@ def test_the_planner_probe_replays_the_llms_plans_offline_and_finds_what_the_llm
     single = {r["id"]: [s["title"] for s in r["sources"]] for r in rows if r["system"] == "single"}
     assert replayed != single  # the second search found something: the plan is not the question alone
     assert all(r["plan_origin"] == "llm" for r in rows if r["system"] == "llm-plan")
-    assert "| llm-plan | all | 4 |" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "| llm-plan | all | 4 |" in summary
+    joint = {(r["system"], r["id"]): r["metrics"]["joint_recall"] for r in rows}
+    less = sum(joint[("llm-plan", p["id"])] < joint[("rule-plan", p["id"])] for p in plans)
+    assert f"and less on {less}." in summary
 
     # Again without an LLM: the recorded plans are replayed, none is asked for.
     monkeypatch.setenv("DAGRAG_LLM", "none")
