@@ -438,6 +438,14 @@ def skip_reason(name: str, llm: Any, examples: list[Example]) -> str | None:
     return None
 
 
+def run_corpus(examples: list[Example], docs_folder: Path | None, base: Settings) -> tuple[Corpus, Settings]:
+    """What the questions are answered from (the docs folder, or without one their pooled paragraphs) and the
+    Settings that point at its collection, named by the corpus and index spec so a later run reuses it."""
+    corpus = (Corpus(*docs_corpus(docs_folder, index_spec(base))) if docs_folder
+              else pooled_corpus(examples, index_spec(base)))
+    return corpus, base.model_copy(update={"collection": f"eval_{corpus.key}"})
+
+
 def dagrag_workflow(name: str, settings: Settings, llm: Any, embed_model: Any, reranker: Any) -> QueryWorkflow:
     # dag-rule: the rule planner; the writer, verifier and resolver keep the LLM
     variant = settings.model_copy(update={"planner_enable_dag": name != "single",
@@ -456,9 +464,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     base = Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir))
     out = Path(args.out)
     done = prepare_output(out, run_config(args, base), fresh=args.fresh, retry_failed=args.retry_failed)
-    corpus = (Corpus(*docs_corpus(docs_folder, index_spec(base))) if docs_folder
-              else pooled_corpus(examples, index_spec(base)))
-    settings = base.model_copy(update={"collection": f"eval_{corpus.key}"})
+    corpus, settings = run_corpus(examples, docs_folder, base)
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
     reranker = build_reranker(settings)
     llm = build_llm(settings)

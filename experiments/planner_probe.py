@@ -30,14 +30,13 @@ from eval import (
     TokenCounter,
     dagrag_row,
     dagrag_workflow,
-    index_spec,
-    pooled_corpus,
+    run_corpus,
     run_dagrag,
     summarize,
     write_atomically,
 )
 from eval_data import Example, decomposition_plan, load_examples
-from eval_docs import docs_corpus, docs_corpus_folder
+from eval_docs import docs_corpus_folder
 from tqdm import tqdm
 
 from dagrag import Plan, Settings
@@ -117,7 +116,7 @@ async def replay(examples: list[Example], settings: Settings, plans: dict[str, d
 
 
 def planner_table(systems: dict[str, Any]) -> str:
-    """Retrieval by planner and question type; the LLM plans' origins."""
+    """Retrieval and plan size by planner and question type."""
     lines = ["| planner | type | n | recall | joint recall | subqueries |", "|---|---|---|---|---|---|"]
     for name, summary in systems.items():
         for type_name, block in [("all", summary), *summary["by_type"].items()]:
@@ -128,11 +127,8 @@ def planner_table(systems: dict[str, Any]) -> str:
 
 async def main(args: argparse.Namespace) -> None:
     examples = load_examples(Path(args.data), limit=args.limit, seed=args.seed, per_type=args.per_type)
-    docs_folder = docs_corpus_folder(examples, args.corpus)
-    base = Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir))
-    corpus = (Corpus(*docs_corpus(docs_folder, index_spec(base))) if docs_folder
-              else pooled_corpus(examples, index_spec(base)))
-    settings = base.model_copy(update={"collection": f"eval_{corpus.key}"})
+    corpus, settings = run_corpus(examples, docs_corpus_folder(examples, args.corpus),
+                                  Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     await collect_plans(examples, settings, out / PLANS_FILE)
@@ -145,14 +141,13 @@ async def main(args: argparse.Namespace) -> None:
             chosen = [r for r in rows if r["system"] == name and type_name in (None, r["type"])]
             block["subqueries"] = sum(len(r["plan"]["subqueries"]) for r in chosen) / len(chosen)
     joint = {(r["system"], r["id"]): r["metrics"]["joint_recall"] for r in rows}
-    asked = sorted({r["id"] for r in rows})
+    asked = {r["id"] for r in rows}  # the questions with a recorded plan
     more = sum(joint[("llm-plan", i)] > joint[("rule-plan", i)] for i in asked)
     less = sum(joint[("llm-plan", i)] < joint[("rule-plan", i)] for i in asked)
-    origins = {o: sum(r["origin"] == o for r in plans.values() if r["id"] in {e.id for e in examples})
-               for o in ("llm", "repaired", "fallback")}
+    origins = {o: sum(plans[i]["origin"] == o for i in asked) for o in ("llm", "repaired", "fallback")}
     seconds = [r["seconds"] for r in plans.values() if r.get("seconds")]
     text = "\n".join([
-        f"# {Path(args.data).name}: {len({r['id'] for r in rows})} questions with an LLM plan, budget {args.budget}",
+        f"# {Path(args.data).name}: {len(asked)} questions with an LLM plan, budget {args.budget}",
         "", planner_table(systems), "",
         f"Against the rule planner's, the LLM's plans found more (joint recall) on {more} questions and less on "
         f"{less}.", "",

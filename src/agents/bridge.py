@@ -79,8 +79,7 @@ def bridge_queries(child_text: str, parent_title: str, parent_passage: str, ques
     rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
     title = _TITLE_QUALIFIER.sub("", parent_title)
     spans = named_spans(title, question, 1) + named_spans(prose(parent_passage), question, limit)
-    entities = list(dict.fromkeys(spans))
-    entities = entities[:limit]
+    entities = list(dict.fromkeys(spans))[:limit]
     return [BridgeQuery(entity=e, text=f"{e} {rest}".strip()) for e in entities]
 
 
