@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real-LLM benchmark (HotpotQA 10 bridge + 10 comparison, MuSiQue 5; budget 4, one question at a time;
-# then the planners compared on HotpotQA 40 and MuSiQue 20 at one LLM call per question)
+# then the planners compared on HotpotQA 40 and MuSiQue 20 at one LLM call per question; then the four systems
+# on those 40 and 20 questions with today's defaults)
 # against a local llama-server (scripts/local_llm.sh start). Resumable: run it again to continue.
 set -euo pipefail
 cd "$(dirname "$0")/.."  # the repository root
@@ -30,3 +31,9 @@ DAGRAG_RESOLVE_WITH_LLM=true .venv/bin/python experiments/eval.py "${HOTPOT[@]}"
   --per-type 20 --budget 4 --index-dir ../.dagrag/eval-llm-qdrant --out ../runs/planner-hotpot40)
 (cd experiments && ../.venv/bin/python planner_probe.py --data ../../shared/data/musique_train_sample.jsonl --seed 1 \
   --limit 20 --budget 4 --index-dir ../.dagrag/eval-llm-qdrant --out ../runs/planner-musique20)
+# 6. The four systems with today's defaults on HotpotQA 40 (20 bridge + 20 comparison) and MuSiQue 20: the issue's
+#    full measurement. At 2-5 minutes per question and system on a 2-core machine it spans sessions.
+.venv/bin/python experiments/eval.py --data ../shared/data/hotpotqa_dev.jsonl --seed 1 --per-type 20 --budget 4 \
+  --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --systems single,dag-rule,subq,dag --out runs/llm-hotpot40-defaults
+.venv/bin/python experiments/eval.py --data ../shared/data/musique_train_sample.jsonl --seed 1 --limit 20 --budget 4 \
+  --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --systems single,dag,dag-rule,subq --out runs/llm-musique20

@@ -139,6 +139,9 @@ def test_a_rewritten_hop_or_an_unrecorded_search_is_not_judged_by_where_it_came_
      ["monsters", "found"]),
     ("Which river is Rochester on?", "Rochester", ["river"]),
     ("Which river is it on?", "Rochester", ["river"]),  # the name is not in the question as written: every word
+    # the question's own wh-word opens no other clause: what is asked is "last olympics held"
+    ("When was the last time the Olympics were held in the country that released Han Vodka?", "Han Vodka",
+     ["last", "time", "olympics", "held", "country", "released"]),
 ])
 def test_a_name_is_searched_with_the_words_of_the_opening_clause_and_its_own(question, name, words):
     assert name_search_words(question, name) == words
@@ -147,10 +150,11 @@ def test_a_name_is_searched_with_the_words_of_the_opening_clause_and_its_own(que
 ROCHESTER = "What part of the state where the director of Hornets' Nest lives is Rochester in?"
 
 
-def test_when_the_chain_stops_moving_a_name_the_question_gives_and_no_page_explains_is_searched_once():
-    executed = finalize_plan(bridge_plan(ROCHESTER), question=ROCHESTER, subquery_max=4, origin=PlanOrigin.OFFLINE)
+def rochester_run(question: str = ROCHESTER) -> QueryRun:
+    """s1 and s2 reach the director's state, s3's page explains nothing new: s4 searches the name "Rochester"."""
+    executed = finalize_plan(bridge_plan(question), question=question, subquery_max=4, origin=PlanOrigin.OFFLINE)
     assert executed is not None
-    run = QueryRun(question=ROCHESTER, plan=executed, path="dag")
+    run = QueryRun(question=question, plan=executed, path="dag")
     searched(run, "s1", [passage("film", "Hornets' Nest is a film directed by Daniel Alfredson.", 0.9, "Film")])
     searched(run, "s2", [passage("dir", "Daniel Alfredson lives in the state of New York.", 0.9, "Alfredson")])
     bridge = next_hop(POLICY, run)
@@ -164,9 +168,55 @@ def test_when_the_chain_stops_moving_a_name_the_question_gives_and_no_page_expla
     assert deepening.notes[1].startswith("s4 added: the question names 'Rochester'")
     apply_deepening(run, deepening)
     assert bridge_chain(run.plan) == ["s1", "s2", "s3", "s4"]
+    return run
+
+
+def test_when_the_chain_stops_moving_a_name_the_question_gives_and_no_page_explains_is_searched_once():
+    run = rochester_run()
     searched(run, "s4", [passage("kent", "Chatham is a town in Kent.", 0.5, "Chatham")])
     last = next_hop(replace(POLICY, subquery_max=8, context_budget=8), run)
     assert last is not None and last.hop is None and last.idle == "s4"  # "Rochester" is not searched again
+
+
+def test_after_a_name_search_the_next_hop_asks_what_the_names_clauses_ask_that_its_page_leaves():
+    run = rochester_run("What part of the state, where the director of Hornets' Nest lives, is Rochester in?")
+    searched(run, "s4", [passage("roc", "Rochester is a city in Monroe County.", 0.9, "Rochester")])
+    deepening = next_hop(replace(POLICY, subquery_max=8, context_budget=8), run)
+    assert deepening is not None and deepening.hop is not None
+    # "state" is on the director's page, found about another hop; Rochester's page does not say which state.
+    assert (deepening.hop.id, deepening.hop.text, deepening.hop.parents) == ("s5", "{s4} part state", ["s4"])
+    assert deepening.notes[0].startswith("s5 added: part, state on none of the kept pages since s4 found the page "
+                                         "of 'Rochester', which the question names")
+
+
+SIGNMARK = "What currency predated the Euro in the country Signmark is from?"
+
+
+def test_a_deeper_hop_that_searched_a_name_the_question_gives_and_found_its_page_starts_the_chain_again():
+    executed = finalize_plan(bridge_plan(SIGNMARK), question=SIGNMARK, subquery_max=4, origin=PlanOrigin.OFFLINE)
+    assert executed is not None
+    run = QueryRun(question=SIGNMARK, plan=executed, path="dag")
+    # A false start: the Euro's page, then a country it names; together they explain "currency" and "country".
+    searched(run, "s1", [passage("euro", "The euro is the currency of 19 member states, Estonia among them.", 0.7,
+                                 "Euro")])
+    searched(run, "s2", [passage("ee", "Estonia is a country whose president is Alar Karis.", 0.4, "Estonia")])
+    first = next_hop(POLICY, run)
+    assert first is not None and first.hop is not None and first.hop.text == "{s2} predated signmark"
+    apply_deepening(run, first)
+    searched(run, "s3", [passage("sm", "Signmark is a Finnish rapper from Helsinki.", 0.6, "Signmark (rapper)")])
+    deepening = next_hop(POLICY, run)
+    assert deepening is not None and deepening.hop is not None
+    # Counted on the Euro's and Estonia's pages only "predated" would be left; from Signmark's page on, all of it.
+    assert deepening.hop.text == "{s3} currency predated euro country"
+    assert "on none of the kept pages since s3 found the page of 'Signmark', which the question names" in (
+        deepening.notes[0])
+
+
+def test_without_a_name_search_every_page_of_the_chain_counts():
+    run = two_hop_run()  # s2 reached Daniel Alfredson, whom the question does not name
+    deepening = next_hop(POLICY, run)
+    assert deepening is not None and deepening.hop is not None
+    assert "kept pages of s1, s2, and" in deepening.notes[0] and "which the question names" not in deepening.notes[0]
 
 
 def test_no_hop_when_the_last_hop_explained_nothing_new_or_the_plan_is_full():
@@ -179,7 +229,7 @@ def test_no_hop_when_the_last_hop_explained_nothing_new_or_the_plan_is_full():
     searched(full, "s3", [passage("arn", "Arlanda is an airport near Stockholm.", 0.9, "Arlanda")])
     deepening = next_hop(replace(POLICY, context_budget=3), full)
     assert deepening is not None and deepening.hop is None and deepening.idle is None
-    assert deepening.notes[0].startswith("no hop after s3: main, international still on no kept page")
+    assert deepening.notes[0].startswith("no hop after s3: main, international still to find")
     assert "SUBQUERY_MAX / CONTEXT_BUDGET" in deepening.notes[0]
     assert next_hop(replace(POLICY, bridge_deeper_hops=False), two_hop_run()) is None
 

@@ -19,7 +19,9 @@ searched (`next_hop`, asked by `schedule`):
   Germany have imperial interests?"): MuSiQue's questions name the last hop's own subject, and its page is then
   what is missing. The name is searched with the missing words of the question's opening clause (what is
   asked) and of its own clause (`name_search_words`), since the other clauses describe other hops. Each name
-  is searched once.
+  is searched once. A name search that found a page starts the chain again from it (`words_left`): the words
+  of the name's clauses that no page found since holds are still to find, whatever the earlier pages, found
+  about other things, held ("Han Vodka" → "last olympics held country released", not "last released").
 - **stop** otherwise, or when the plan is full: at most SUBQUERY_MAX subqueries and no more than
   CONTEXT_BUDGET, since attribution hands the writer one passage per subquery and a hop whose best passage
   cannot reach the writer is wasted. A deeper hop (s3, s4, ...) that found nothing (uncovered) or explained
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore
 
-from ..agents.bridge import bridge_queries, named_spans
+from ..agents.bridge import TITLE_QUALIFIER, bridge_queries, named_spans
 from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
 from ..core.sources import passage_text
 from ..core.text import content_words
@@ -81,10 +83,10 @@ def bridge_chain(plan: ExecutedPlan) -> list[str]:
     return chain
 
 
-def _best_passages(policy: RetrievalPolicy, run: QueryRun, ids: list[str]) -> dict[str, str]:
+def _best_passages(policy: RetrievalPolicy, run: QueryRun, ids: list[str]) -> dict[str, NodeWithScore]:
     """Each subquery's best passage that may reach the writer (hop_rule's rule 2 and idle hops respected)."""
     handed = passages_handed_over(policy, run)
-    return {sq_id: passage_text(handed[sq_id][0]) for sq_id in ids if handed.get(sq_id)}
+    return {sq_id: handed[sq_id][0] for sq_id in ids if handed.get(sq_id)}
 
 
 def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
@@ -99,8 +101,10 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
         return None
     last, earlier = chain[-1], chain[:-1]
     question = run.plan.query
-    best = _best_passages(policy, run, chain)
-    left_before = unexplained_words(question, [best[sq_id] for sq_id in earlier if sq_id in best])
+    best_hits = _best_passages(policy, run, chain)
+    best = {sq_id: passage_text(hit) for sq_id, hit in best_hits.items()}
+    titles = {sq_id: _title(hit) for sq_id, hit in best_hits.items()}
+    left_before = words_left(run.plan, earlier, best, titles)
     gain = [w for w in left_before if last in best and not unexplained_words(w, [best[last]])]
     report = run.reports[last]
     hop_of_last = next(sq for sq in run.plan.subqueries if sq.id == last)
@@ -122,7 +126,8 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
                else f"its best passage was found by {run.searched_as.get(last)!r}, a search from a page other "
                     f"than {earlier[-1]}'s best ({_title(parent_best[0])!r}), which the chain does not lead to")
         notes.append(f"{last} added nothing: {why}; none of its passages went to the writer")
-    left = unexplained_words(question, list(best.values()))
+    left = words_left(run.plan, chain, best, titles)
+    restart = restart_of(run.plan, chain, best, titles)
     searched_names = {name for sq in run.plan.subqueries for name in sq.hints.must_include}
     name = unexplained_name(question, left, searched=searched_names)
     hop_id = _free_id(run.plan)
@@ -130,8 +135,11 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     hop: SubQuery | None = None
     if left and moved:
         hop = SubQuery(id=hop_id, text=f"{{{last}}} {' '.join(left)}", parents=[last])
-        notes.append(f"{hop_id} added: {missing} on none of the kept pages of {', '.join(chain)}, and {last} "
-                     f"explained {', '.join(gain)}: one more hop from {last}'s best page")
+        pages = (f"the kept pages since {restart[0]} found the page of {restart[1]!r}, which the question names (the "
+                 f"pages before it were found about other hops)" if restart is not None
+                 else f"the kept pages of {', '.join(chain)}")
+        notes.append(f"{hop_id} added: {missing} on none of {pages}, and {last} explained {', '.join(gain)}: one "
+                     f"more hop from {last}'s best page")
     elif left and name is not None:
         # The chain stopped moving, but the question names something no kept page explains ("... is Rochester
         # in?"): that thing's own page is missing, and a search for the name is what is left to try.
@@ -140,7 +148,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
         notes.append(f"{hop_id} added: the question names {name!r}, which none of the kept pages explains "
                      f"({missing} on none): a search for it")
     if hop is not None and len(run.plan.subqueries) >= room:
-        notes[-1] = (f"no hop after {last}: {missing} still on no kept page, but the plan has {room} subqueries "
+        notes[-1] = (f"no hop after {last}: {missing} still to find, but the plan has {room} subqueries "
                      f"(SUBQUERY_MAX / CONTEXT_BUDGET)")
         hop = None
     if hop is None and idle is not None:
@@ -173,6 +181,50 @@ def followed_parent(searched_text: str, searched_as: str | None, parent_best: No
     return searched_as in {query.text for query in queries} | {fallback}
 
 
+def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], titles: dict[str, str]) -> list[str]:
+    """The question's content words still to find after `chain` (`best`: each hop's best passage, if it has one;
+    `titles`: its title): those on none of the chain's pages and, once a hop has searched a name the question
+    gives and found its page (`restart_of`), those of the name's clauses (`name_search_words`) on none of the
+    pages found since, in the question's order.
+
+    Reaching the page of a name the question gives starts the chain again from it ("Han Vodka", after the first
+    hops found the 2018 Winter Olympics): what the earlier pages held was found about other things, and counting
+    it as explained left the hop from the named page "last released" to search with, not "last olympics held
+    country released".
+    """
+    question = plan.query
+    left = set(unexplained_words(question, [best[sq_id] for sq_id in chain if sq_id in best]))
+    restart = restart_of(plan, chain, best, titles)
+    if restart is not None:
+        hop_id, name = restart
+        since = [sq_id for sq_id in chain[chain.index(hop_id):] if sq_id in best]
+        left |= set(unexplained_words(" ".join(name_search_words(question, name)), [best[sq_id] for sq_id in since]))
+    return [word for word in dict.fromkeys(content_words(question)) if word in left]
+
+
+def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], titles: dict[str, str]
+               ) -> tuple[str, str] | None:
+    """The chain's last hop after the first that searched a name the question gives and found a page (one in
+    `best`), with that name; or None. Such a hop is a name search (the name in `Hints.must_include`, no `{sN}`),
+    or a deeper hop whose own words hold the name and whose best page (`titles`) is the name's page ("{s2}
+    predated signmark" found Signmark's page). The generic s2 is never one: it searches the whole question."""
+    hops = {sq.id: sq for sq in plan.subqueries}
+    names = [POSSESSIVE.sub("", span) for span in named_spans(plan.query, "", NAME_SPANS_LIMIT)]
+    for index in range(len(chain) - 1, 0, -1):
+        hop = hops.get(chain[index])
+        if hop is None or hop.id not in best:
+            continue
+        if hop.hints.must_include and not parent_references(hop.text):
+            return hop.id, hop.hints.must_include[0]
+        if index >= 2:
+            searched = set(content_words(PARENT_REFERENCE.sub(" ", hop.text)))
+            page = set(content_words(TITLE_QUALIFIER.sub("", titles.get(hop.id, ""))))
+            name = next((n for n in names if page and set(content_words(n)) == page <= searched), None)
+            if name is not None:
+                return hop.id, name
+    return None
+
+
 def name_search_words(question: str, name: str) -> list[str]:
     """The content words of `question` to search a name it gives with, the name's own words left out: those of
     the question's opening clause (what is asked: "What part of the state") and of the clause that holds the
@@ -183,7 +235,9 @@ def name_search_words(question: str, name: str) -> list[str]:
     at = question.find(name)
     if at < 0:
         return [w for w in content_words(question) if w not in name_words]
-    breaks = list(CLAUSE_BREAK.finditer(question))
+    # A break with no content word before it is the question's own wh-word ("When was ...", "To which group ..."),
+    # not the start of another clause.
+    breaks = [b for b in CLAUSE_BREAK.finditer(question) if content_words(question[:b.start()])]
     opening_end = breaks[0].start() if breaks else len(question)
     start = max([0, *(b.end() for b in breaks if b.end() <= at)])
     end = min([len(question), *(b.start() for b in breaks if b.start() >= at + len(name))])
