@@ -150,16 +150,24 @@ def test_a_name_is_searched_with_the_words_of_the_opening_clause_and_its_own(que
 ROCHESTER = "What part of the state where the director of Hornets' Nest lives is Rochester in?"
 
 
-def rochester_run(question: str = ROCHESTER) -> QueryRun:
-    """s1 and s2 reach the director's state, s3's page explains nothing new: s4 searches the name "Rochester"."""
+def run_with_third_hop(question: str, first: NodeWithScore, second: NodeWithScore, third: str) -> QueryRun:
+    """The rule planner's chain for `question` after s1 found `first` and s2 `second`: s3 (`third`) added."""
     executed = finalize_plan(bridge_plan(question), question=question, subquery_max=4, origin=PlanOrigin.OFFLINE)
     assert executed is not None
     run = QueryRun(question=question, plan=executed, path="dag")
-    searched(run, "s1", [passage("film", "Hornets' Nest is a film directed by Daniel Alfredson.", 0.9, "Film")])
-    searched(run, "s2", [passage("dir", "Daniel Alfredson lives in the state of New York.", 0.9, "Alfredson")])
+    searched(run, "s1", [first])
+    searched(run, "s2", [second])
     bridge = next_hop(POLICY, run)
-    assert bridge is not None and bridge.hop is not None and bridge.hop.text == "{s2} part rochester"
+    assert bridge is not None and bridge.hop is not None and bridge.hop.text == third
     apply_deepening(run, bridge)
+    return run
+
+
+def rochester_run(question: str = ROCHESTER) -> QueryRun:
+    """s1 and s2 reach the director's state, s3's page explains nothing new: s4 searches the name "Rochester"."""
+    run = run_with_third_hop(
+        question, passage("film", "Hornets' Nest is a film directed by Daniel Alfredson.", 0.9, "Film"),
+        passage("dir", "Daniel Alfredson lives in the state of New York.", 0.9, "Alfredson"), "{s2} part rochester")
     searched(run, "s3", [passage("ny", "New York is a state of the United States.", 0.9, "New York (state)")])
     deepening = next_hop(POLICY, run)
     assert deepening is not None and deepening.idle == "s3" and deepening.hop is not None
@@ -193,16 +201,10 @@ SIGNMARK = "What currency predated the Euro in the country Signmark is from?"
 
 
 def test_a_deeper_hop_that_searched_a_name_the_question_gives_and_found_its_page_starts_the_chain_again():
-    executed = finalize_plan(bridge_plan(SIGNMARK), question=SIGNMARK, subquery_max=4, origin=PlanOrigin.OFFLINE)
-    assert executed is not None
-    run = QueryRun(question=SIGNMARK, plan=executed, path="dag")
     # A false start: the Euro's page, then a country it names; together they explain "currency" and "country".
-    searched(run, "s1", [passage("euro", "The euro is the currency of 19 member states, Estonia among them.", 0.7,
-                                 "Euro")])
-    searched(run, "s2", [passage("ee", "Estonia is a country whose president is Alar Karis.", 0.4, "Estonia")])
-    first = next_hop(POLICY, run)
-    assert first is not None and first.hop is not None and first.hop.text == "{s2} predated signmark"
-    apply_deepening(run, first)
+    run = run_with_third_hop(
+        SIGNMARK, passage("euro", "The euro is the currency of 19 member states, Estonia among them.", 0.7, "Euro"),
+        passage("ee", "Estonia is a country whose president is Alar Karis.", 0.4, "Estonia"), "{s2} predated signmark")
     searched(run, "s3", [passage("sm", "Signmark is a Finnish rapper from Helsinki.", 0.6, "Signmark (rapper)")])
     deepening = next_hop(POLICY, run)
     assert deepening is not None and deepening.hop is not None
