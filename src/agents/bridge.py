@@ -28,7 +28,7 @@ _NOT_NAMES = frozenset(
     while however also born american british english french german italian spanish canadian australian
     january february march april may june july august september october november december""".split()
 )
-TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
+_TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 # A fenced code block, closed by the same fence or by the end of the passage (a chunk may end inside one).
 _FENCED_CODE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|\Z)",
                           re.MULTILINE | re.DOTALL)
@@ -77,14 +77,20 @@ def bridge_queries(child_text: str, parent_title: str, parent_passage: str, ques
     """One query per candidate bridge entity: the parent's title (when the question does not name it)
     and the named spans of its passage, each with the words the passage leaves unexplained."""
     rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
-    title = TITLE_QUALIFIER.sub("", parent_title)
+    title = _TITLE_QUALIFIER.sub("", parent_title)
     spans = named_spans(title, question, 1) + named_spans(prose(parent_passage), question, limit)
     entities = list(dict.fromkeys(spans))[:limit]
     return [BridgeQuery(entity=e, text=f"{e} {rest}".strip()) for e in entities]
 
 
+def title_words(title: str) -> set[str]:
+    """The content words of a page's title, its qualifier left out ("Hello Love (song)" → hello, love)."""
+    return set(content_words(_TITLE_QUALIFIER.sub("", title)))
+
+
 def titled_by(title: str, entity: str) -> bool:
     """True when a page's title names the entity ("Shirley Temple" ~ "Shirley Temple Black")."""
-    title_words = set(content_words(TITLE_QUALIFIER.sub("", title)))
+    page_words = title_words(title)
     entity_words = set(content_words(entity))
-    return bool(title_words) and bool(entity_words) and (title_words <= entity_words or entity_words <= title_words)
+    return bool(page_words) and bool(entity_words) and (
+        page_words <= entity_words or entity_words <= page_words)

@@ -19,9 +19,10 @@ searched (`next_hop`, asked by `schedule`):
   Germany have imperial interests?"): MuSiQue's questions name the last hop's own subject, and its page is then
   what is missing. The name is searched with the missing words of the question's opening clause (what is
   asked) and of its own clause (`name_search_words`), since the other clauses describe other hops. Each name
-  is searched once. A name search that found a page starts the chain again from it (`words_left`): the words
-  of the name's clauses that no page found since holds are still to find, whatever the earlier pages, found
-  about other things, held ("Han Vodka" → "last olympics held country released", not "last released").
+  is searched once. A hop that found the page of a name the question gives (a name search, or a deeper hop
+  whose own words hold the name) starts the chain again from it (`restart_of`, `words_left`): the words of the
+  name's clauses that no page found since holds are still to find, whatever the earlier pages, found about
+  other things, held ("Han Vodka" → "last olympics held country released", not "last released").
 - **stop** otherwise, or when the plan is full: at most SUBQUERY_MAX subqueries and no more than
   CONTEXT_BUDGET, since attribution hands the writer one passage per subquery and a hop whose best passage
   cannot reach the writer is wasted. A deeper hop (s3, s4, ...) that found nothing (uncovered) or explained
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore
 
-from ..agents.bridge import TITLE_QUALIFIER, bridge_queries, named_spans
+from ..agents.bridge import bridge_queries, named_spans, title_words
 from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
 from ..core.sources import passage_text
 from ..core.text import content_words
@@ -104,7 +105,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     best_hits = _best_passages(policy, run, chain)
     best = {sq_id: passage_text(hit) for sq_id, hit in best_hits.items()}
     titles = {sq_id: _title(hit) for sq_id, hit in best_hits.items()}
-    left_before = words_left(run.plan, earlier, best, titles)
+    left_before = words_left(run.plan, earlier, best, restart_of(run.plan, earlier, best, titles))
     gain = [w for w in left_before if last in best and not unexplained_words(w, [best[last]])]
     report = run.reports[last]
     hop_of_last = next(sq for sq in run.plan.subqueries if sq.id == last)
@@ -126,8 +127,8 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
                else f"its best passage was found by {run.searched_as.get(last)!r}, a search from a page other "
                     f"than {earlier[-1]}'s best ({_title(parent_best[0])!r}), which the chain does not lead to")
         notes.append(f"{last} added nothing: {why}; none of its passages went to the writer")
-    left = words_left(run.plan, chain, best, titles)
     restart = restart_of(run.plan, chain, best, titles)
+    left = words_left(run.plan, chain, best, restart)
     searched_names = {name for sq in run.plan.subqueries for name in sq.hints.must_include}
     name = unexplained_name(question, left, searched=searched_names)
     hop_id = _free_id(run.plan)
@@ -181,11 +182,12 @@ def followed_parent(searched_text: str, searched_as: str | None, parent_best: No
     return searched_as in {query.text for query in queries} | {fallback}
 
 
-def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], titles: dict[str, str]) -> list[str]:
-    """The question's content words still to find after `chain` (`best`: each hop's best passage, if it has one;
-    `titles`: its title): those on none of the chain's pages and, once a hop has searched a name the question
-    gives and found its page (`restart_of`), those of the name's clauses (`name_search_words`) on none of the
-    pages found since, in the question's order.
+def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], restart: tuple[str, str] | None
+               ) -> list[str]:
+    """The question's content words still to find after `chain` (`best`: each hop's best passage, if it has one):
+    those on none of the chain's pages and, once a hop has searched a name the question gives and found its
+    page (`restart`: that hop and the name, from `restart_of`), those of the name's clauses (`name_search_words`)
+    on none of the pages found since, in the question's order.
 
     Reaching the page of a name the question gives starts the chain again from it ("Han Vodka", after the first
     hops found the 2018 Winter Olympics): what the earlier pages held was found about other things, and counting
@@ -194,7 +196,6 @@ def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], title
     """
     question = plan.query
     left = set(unexplained_words(question, [best[sq_id] for sq_id in chain if sq_id in best]))
-    restart = restart_of(plan, chain, best, titles)
     if restart is not None:
         hop_id, name = restart
         since = [sq_id for sq_id in chain[chain.index(hop_id):] if sq_id in best]
@@ -218,7 +219,7 @@ def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], title
             return hop.id, hop.hints.must_include[0]
         if index >= 2:
             searched = set(content_words(PARENT_REFERENCE.sub(" ", hop.text)))
-            page = set(content_words(TITLE_QUALIFIER.sub("", titles.get(hop.id, ""))))
+            page = title_words(titles.get(hop.id, ""))
             name = next((n for n in names if page and set(content_words(n)) == page <= searched), None)
             if name is not None:
                 return hop.id, name
