@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from dagrag.agents.bridge import bridge_queries, named_spans, titled_by, unexplained_words
+from dagrag.agents.bridge import (
+    bridge_queries,
+    named_spans,
+    opening_clause,
+    page_of_entity,
+    phrased_queries,
+    titled_by,
+    unexplained_words,
+)
 from dagrag.agents.rule_planner import find_comparison
 from dagrag.agents.searcher import SearchHits, SearchRequest
 from dagrag.core.names import NAME_CONNECTORS
@@ -72,6 +80,27 @@ def test_the_parents_title_is_a_candidate_when_the_question_does_not_name_it():
     assert queries[0].entity == "Shirley Temple" and queries[0].text == "Shirley Temple born"
 
 
+@pytest.mark.parametrize(("question", "clause"), [
+    ("Who was in charge of the state where Shringarpur is located?", "Who was in charge of the state"),
+    ("When was the last time the Olympics were held in the country that released Han Vodka?",
+     "When was the last time the Olympics were held in the country"),
+    ("To which group of mountains does the range belong?", "To which group of mountains does the range belong?"),
+])
+def test_the_opening_clause_is_what_the_question_asks_up_to_its_first_relative_clause(question, clause):
+    assert opening_clause(question) == clause
+
+
+def test_phrased_queries_ask_the_opening_clause_about_each_entity_without_the_names_the_question_gives():
+    passage = "Ceelmakoile is a town in the central Hiran region of Somalia."
+    queries = phrased_queries("Ceelmakoile", passage, "Who was in charge of the country Ceelmakoile is located in?",
+                              limit=8)
+    assert [q.entity for q in queries] == ["Hiran", "Somalia"]
+    assert queries[1].text == "Somalia Who was in charge of the country is located"
+    boots = phrased_queries("Lee Hazlewood", "Barton Lee Hazlewood was a singer.",
+                            "Who was the writer of These Boots Are Made for Walkin' and who died in 2007?", limit=1)
+    assert [q.text for q in boots] == ["Lee Hazlewood Who was the writer"]  # the song named the first hop
+
+
 @pytest.mark.parametrize(("title", "entity", "expected"), [
     ("Shirley Temple", "17-year-old Shirley Temple", True),
     ("Shirley Temple Black", "Shirley Temple", True),
@@ -95,6 +124,25 @@ def test_pool_keeps_each_node_once_at_its_best_priority_and_lifts_titled_pages()
     pool = pool_candidates([a, b], hits, keep=3, title_boost=0.3)
     assert [(c.hit.node.node_id, round(c.priority, 2)) for c in pool] == [("1", 0.8), ("3", 0.75), ("2", 0.7)]
     assert pool[2].variant is b  # the variant that found it best is the query it is reranked against
+
+
+@pytest.mark.parametrize(("title", "entity", "expected"), [
+    ("Somalia", "Somalia", True),
+    ("Shirley Temple", "17-year-old Shirley Temple", True),
+    ("Margaret Sanger", "Margaret", False),  # a page about more than the entity
+    ("", "Somalia", False),
+])
+def test_page_of_entity(title, entity, expected):
+    assert page_of_entity(title, entity) is expected
+
+
+def test_a_phrased_search_keeps_only_the_entitys_own_page_and_it_is_scored_beyond_keep():
+    keywords = Variant("s2", SearchRequest(text="Somalia charge located", top_k=3), entity="Somalia")
+    phrased = Variant("s2", SearchRequest(text="Somalia Who was in charge", top_k=3), entity="Somalia", rescores=True)
+    hits = [SearchHits([_hit("a", "Katherine Dhanani", 0.9), _hit("b", "Haw River", 0.8)]),
+            SearchHits([_hit("c", "Republic of the Congo", 0.95), _hit("s", "Somalia", 0.1)])]
+    pool = pool_candidates([keywords, phrased], hits, keep=1)
+    assert [(c.hit.node.node_id, c.variant.rescores) for c in pool] == [("s", True), ("a", False)]
 
 
 def test_pool_skips_failed_searches_and_excluded_nodes_and_cuts_to_keep():

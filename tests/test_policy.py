@@ -190,6 +190,37 @@ def test_only_unscored_candidates_meet_the_reranker_and_the_best_names_its_query
     assert run.searched_as["s1"] == QUESTION
 
 
+def test_a_hops_retry_asks_in_the_questions_words_and_rescores_what_it_finds_keeping_each_pages_best():
+    run = bridge_run()
+    run.ranked["s1"] = [NodeWithScore(node=KISS_AND_TELL.node, score=0.95)]
+    first = subquery_searches(POLICY, run, run.plan.subqueries[1], attempt=1)
+    retry = subquery_searches(POLICY, run, run.plan.subqueries[1], attempt=2)
+    assert not any(v.rescores for v in first)
+    narrower = bridge_run()
+    narrower.ranked["s1"] = run.ranked["s1"]
+    narrower.rewritten["s2"] = "{s1} government position"  # a hop that asks less than the question: keywords
+    assert not any(v.rescores for v in subquery_searches(POLICY, narrower, narrower.plan.subqueries[1], attempt=2))
+    shirley = next(v for v in retry if v.entity and "Shirley Temple" in v.entity)
+    assert shirley.rescores and shirley.request.text.endswith("What government position was held by the woman")
+    keywords = next(v for v in retry if v.entity == shirley.entity and not v.rescores)  # still searched as well
+    page = node("Shirley Temple", "x")
+    weaker = NodeWithScore(node=page.node, score=0.2)
+    both = pool_candidates([keywords, shirley], [SearchHits(candidates=[page]), SearchHits(candidates=[weaker])],
+                           keep=5, title_boost=0.3)
+    assert [(c.variant.rescores, round(c.priority, 2)) for c in both] == [(True, 1.2)]  # its best priority
+    temple, other = node("Shirley Temple", "Temple was a US ambassador."), node("Other", "other passage")
+    run.ranked["s2"] = [NodeWithScore(node=temple.node, score=0.05), NodeWithScore(node=other.node, score=0.3)]
+    pools = {"s2": pool_candidates([shirley], [SearchHits(candidates=[temple, other])], keep=5)}
+    # Temple's page was scored before, against the keywords: the phrased search scores it again. Any other page
+    # matches the question's general words and is not what it asks about.
+    fresh = unscored(run, pools)
+    assert [c.hit.node.node_id for _, c in fresh] == ["Shirley Temple"]
+    merge_scores(run, ["s2"], fresh, [0.9])
+    merge_scores(run, ["s2"], fresh, [0.2])  # a page keeps its best score
+    assert [(h.node.node_id, h.score) for h in run.ranked["s2"]] == [("Shirley Temple", 0.9), ("Other", 0.3)]
+    assert run.searched_as["s2"] == shirley.request.text
+
+
 def test_a_failed_retry_keeps_the_earlier_report_but_counts_the_attempt():
     run = bridge_run()
     s1 = run.plan.subqueries[0]

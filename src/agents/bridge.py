@@ -6,6 +6,10 @@ tries every named span of the parent's passage that the question does not alread
 limit), each joined with the question words the parent's passage does not explain. All of them are
 searched as one batch; a candidate page titled by the span is preferred (wiki-style corpora have one
 page per entity), and the cross-encoder picks the winner.
+
+Those keyword searches are what a dense and a sparse index match best, but a cross-encoder trained on questions
+reads them badly: "Somalia charge country located" scores Somalia's paragraph on its president 0.001. A hop's
+second try (`phrased_queries`) pairs each entity with the question's opening clause as written instead.
 """
 
 from __future__ import annotations
@@ -28,6 +32,12 @@ _NOT_NAMES = frozenset(
     while however also born american british english french german italian spanish canadian australian
     january february march april may june july august september october november december""".split()
 )
+# Where one clause of a question ends and the next begins: "What part of the state, in which the character ...
+# is stuck, is Rochester in?" Each relative clause describes another thing of the chain.
+CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:which|where|who|whom|whose|that|when|while)\b", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"['’]s?\b")
+# What a clause ends with once its names are gone ("Who was the writer of These Boots ... and" → "... writer of").
+_DANGLING = re.compile(r"(?:\s+(?:and|or|of|the|for|in|by|to|a|an))*[\s?.!'’]*$", re.IGNORECASE)
 _TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 # A fenced code block, closed by the same fence or by the end of the passage (a chunk may end inside one).
 _FENCED_CODE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|\Z)",
@@ -72,20 +82,57 @@ def unexplained_words(child_text: str, evidence: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in seen))
 
 
-def bridge_queries(child_text: str, parent_title: str, parent_passage: str, question: str,
-                   limit: int) -> list[BridgeQuery]:
-    """One query per candidate bridge entity: the parent's title (when the question does not name it)
-    and the named spans of its passage, each with the words the passage leaves unexplained."""
-    rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
+def bridge_entities(parent_title: str, parent_passage: str, question: str, limit: int) -> list[str]:
+    """The candidate bridge entities of a parent page: its title (when the question does not name it), then the
+    named spans of its passage's prose, at most `limit`."""
     title = _TITLE_QUALIFIER.sub("", parent_title)
     spans = named_spans(title, question, 1) + named_spans(prose(parent_passage), question, limit)
-    entities = list(dict.fromkeys(spans))[:limit]
-    return [BridgeQuery(entity=e, text=f"{e} {rest}".strip()) for e in entities]
+    return list(dict.fromkeys(spans))[:limit]
+
+
+def bridge_queries(child_text: str, parent_title: str, parent_passage: str, question: str,
+                   limit: int) -> list[BridgeQuery]:
+    """One query per candidate bridge entity (`bridge_entities`), each with the words the passage leaves
+    unexplained."""
+    rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
+    return [BridgeQuery(entity=e, text=f"{e} {rest}".strip())
+            for e in bridge_entities(parent_title, parent_passage, question, limit)]
+
+
+def opening_clause(question: str) -> str:
+    """The question up to its first clause break, as written: what it asks ("Who was in charge of the state",
+    from "... of the state where Shringarpur is located?"). A break with no content word before it is the
+    question's own wh-word ("When was ...", "To which group ..."), not the start of another clause."""
+    for match in CLAUSE_BREAK.finditer(question):
+        if content_words(question[:match.start()]):
+            return question[:match.start()].strip()
+    return question.strip()
+
+
+def phrased_queries(parent_title: str, parent_passage: str, question: str, limit: int) -> list[BridgeQuery]:
+    """One query per candidate bridge entity, each with the question's opening clause as written, less the
+    names the question gives ("Somalia Who was in charge of the country is located"): the names describe
+    the hops before, and the entity stands in for them."""
+    clause = opening_clause(question)
+    wh_word = re.match(r"\W*\w+", clause)
+    start = wh_word.end() if wh_word else 0  # "Who was ...": the first word is no name
+    rest = _NAMED_SPAN.sub(lambda m: " " if content_words(m.group(0)) else m.group(0), clause[start:])
+    rest = _DANGLING.sub("", _POSSESSIVE.sub("", rest))
+    clause = " ".join(f"{clause[:start]} {rest}".split())
+    return [BridgeQuery(entity=e, text=f"{e} {clause}".strip())
+            for e in bridge_entities(parent_title, parent_passage, question, limit)]
 
 
 def title_words(title: str) -> set[str]:
     """The content words of a page's title, its qualifier left out ("Hello Love (song)" → hello, love)."""
     return set(content_words(_TITLE_QUALIFIER.sub("", title)))
+
+
+def page_of_entity(title: str, entity: str) -> bool:
+    """True when a page's title names nothing but the entity ("Somalia" for Somalia, "Shirley Temple" for
+    "17-year-old Shirley Temple"), not a page about more ("Margaret Sanger" for "Margaret")."""
+    page_words = title_words(title)
+    return bool(page_words) and page_words <= set(content_words(entity))
 
 
 def titled_by(title: str, entity: str) -> bool:

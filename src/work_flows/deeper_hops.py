@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore
 
-from ..agents.bridge import bridge_queries, named_spans, title_words
+from ..agents.bridge import CLAUSE_BREAK, bridge_queries, named_spans, phrased_queries, title_words
 from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
 from ..core.sources import passage_text
 from ..core.text import content_words
@@ -51,9 +51,6 @@ from .run import QueryRun
 
 NAME_SPANS_LIMIT = 12  # a question names a handful of things
 POSSESSIVE = re.compile(r"['’]s$")
-# Where one clause of a question ends and the next begins: "What part of the state, in which the character ...
-# is stuck, is Rochester in?" Each relative clause describes another thing of the chain.
-CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:which|where|who|whom|whose|that|when|while)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -176,8 +173,9 @@ def followed_parent(searched_text: str, searched_as: str | None, parent_best: No
     """
     if searched_as is None or not parent_references(searched_text):
         return True
-    queries = bridge_queries(searched_text, _title(parent_best), parent_best.node.get_content(), question,
-                             max_entities)
+    queries = [*bridge_queries(searched_text, _title(parent_best), parent_best.node.get_content(), question,
+                               max_entities),
+               *phrased_queries(_title(parent_best), parent_best.node.get_content(), question, max_entities)]
     fallback = " ".join(f"{_title(parent_best)} {PARENT_REFERENCE.sub(' ', searched_text)}".split())
     return searched_as in {query.text for query in queries} | {fallback}
 

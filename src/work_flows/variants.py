@@ -2,8 +2,10 @@
 
 A plain subquery runs one search. A hop (`{s1}` still in its text) runs one search per candidate bridge
 entity of its parent's best passages (the resolver's offline twin, `agents/bridge.py`); a retry runs a
-wider search. Their candidates meet in one pool per subquery; only pairs not scored before meet the
-cross-encoder, and the new scores merge into the subquery's ranking.
+wider search, and a hop's retry asks about each entity of the parent's best page in the question's own words
+(`phrased_queries`). Their candidates meet in one pool per subquery; only pairs not scored before meet the
+cross-encoder, except that a phrased search scores its candidates again (the keyword search's score may be what
+failed), and a page keeps its best score.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from dataclasses import dataclass, replace
 
 from llama_index.core.schema import NodeWithScore
 
-from ..agents.bridge import bridge_queries, titled_by
+from ..agents.bridge import bridge_queries, page_of_entity, phrased_queries, titled_by
 from ..core.plan import SubQuery, parent_references, resolve_references
 from ..core.search import SearchHits, SearchRequest
+from ..core.text import content_words
 from .policy import RetrievalPolicy, pool_size
 from .run import QueryRun
 
@@ -25,6 +28,7 @@ class Variant:
     subquery_id: str
     request: SearchRequest
     entity: str | None = None  # the bridge entity this search is about, if any
+    rescores: bool = False  # its candidates meet the cross-encoder even if the subquery has scored them before
 
 
 @dataclass
@@ -43,7 +47,9 @@ def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, atte
 
     A retry (attempt > 1) widens: top_k grows by SUBQUERY_TOPK_STEP, the text gains the hints'
     synonyms and must_include terms, and a bridge tries the entities of one more parent document (one the
-    reranker scored at least COVERAGE_MIN_SCORE).
+    reranker scored at least COVERAGE_MIN_SCORE). The generic bridge hop's retry searches the entities of the
+    parent's best page with the question's opening clause as written (`phrased_queries`), and rescores what it
+    finds: the cross-encoder reads a question better than the keywords that found nothing it scored high.
     """
     text = run.rewritten.get(sq.id, sq.text)
     request = SearchRequest(
@@ -68,11 +74,16 @@ def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, atte
     # names on a page it scored under COVERAGE_MIN_SCORE lead the hop away from the chain.
     parent_pages = [hit for rank, hit in enumerate(found[bridge_parent][:attempt])
                     if rank == 0 or (hit.score or 0.0) >= policy.coverage_min_score]
-    for parent_hit in parent_pages:
-        for query in bridge_queries(child, _title(parent_hit), parent_hit.node.get_content(), run.plan.query,
-                                    policy.bridge_max_entities):
+    # The question's opening clause is what the generic hop (`{s1} <the question>`) asks, not what a deeper hop or
+    # an LLM's own hop asks.
+    asks_the_question = set(content_words(run.plan.query)) <= set(content_words(child))
+    for rank, parent_hit in enumerate(parent_pages):
+        page = (_title(parent_hit), parent_hit.node.get_content(), run.plan.query, policy.bridge_max_entities)
+        phrased = phrased_queries(*page) if attempt > 1 and rank == 0 and asks_the_question else []
+        for query, rescores in [*((q, True) for q in phrased), *((q, False) for q in bridge_queries(child, *page))]:
             if all(v.request.text != query.text for v in variants):
-                variants.append(Variant(sq.id, replace(request, text=query.text), entity=query.entity))
+                variants.append(Variant(sq.id, replace(request, text=query.text), entity=query.entity,
+                                        rescores=rescores))
     fallback = " ".join(resolve_references(child, {bridge_parent: titles[bridge_parent]}).split())
     return variants or [Variant(sq.id, replace(request, text=fallback))]
 
@@ -87,7 +98,9 @@ def pool_candidates(
 ) -> list[PooledCandidate]:
     """One subquery's candidates from all its variants: each node once (at its best priority), best first.
 
-    Priority is the search score, lifted by `title_boost` when the page is titled by the variant's entity.
+    Priority is the search score, lifted by `title_boost` when the page is titled by the variant's entity. A
+    phrased variant (one that rescores) keeps only the entity's own page (`page_of_entity`): "... What is the usual
+    average snowfall in the city" matches every city's snowfall, and the entity's page is what it asks about.
     """
     best: dict[str, PooledCandidate] = {}
     for variant, result in zip(variants, hits):
@@ -97,32 +110,51 @@ def pool_candidates(
             node_id = hit.node.node_id
             if node_id in exclude_node_ids:
                 continue
-            priority = float(hit.score or 0.0)
-            if variant.entity and titled_by(_title(hit), variant.entity):
-                priority += title_boost
-            if node_id not in best or best[node_id].priority < priority:
+            titled = bool(variant.entity) and titled_by(_title(hit), variant.entity or "")
+            if variant.rescores and not (variant.entity and page_of_entity(_title(hit), variant.entity)):
+                continue  # in the question's general words any page on the topic matches; the entity's own counts
+            priority = float(hit.score or 0.0) + (title_boost if titled else 0.0)
+            before = best.get(node_id)
+            if before is None:
                 best[node_id] = PooledCandidate(variant=variant, hit=hit, priority=priority)
-    return sorted(best.values(), key=lambda c: c.priority, reverse=True)[:keep]
+            elif before.variant.rescores == variant.rescores:
+                if before.priority < priority:
+                    best[node_id] = PooledCandidate(variant=variant, hit=hit, priority=priority)
+            else:  # the phrased variant keeps the page (to score it again), at the best priority any search gave it
+                phrased = before if before.variant.rescores else PooledCandidate(variant, hit, priority)
+                best[node_id] = replace(phrased, priority=max(priority, before.priority))
+    ranked = sorted(best.values(), key=lambda c: c.priority, reverse=True)
+    # An entity's own page, found by a phrased search, is scored on top of the `keep` best (one page per entity).
+    return [c for c in ranked if c.variant.rescores] + [c for c in ranked if not c.variant.rescores][:keep]
 
 
 def unscored(run: QueryRun, pools: dict[str, list[PooledCandidate]]) -> list[tuple[str, PooledCandidate]]:
-    """(subquery id, candidate) pairs the subquery's ranking does not hold yet: what the cross-encoder must score."""
+    """(subquery id, candidate) pairs the cross-encoder must score: those the subquery's ranking does not hold yet,
+    and those of a variant that rescores."""
     fresh: list[tuple[str, PooledCandidate]] = []
     for sq_id, pool in pools.items():
         seen = {hit.node.node_id for hit in run.ranked.get(sq_id, [])}
-        fresh.extend((sq_id, c) for c in pool if c.hit.node.node_id not in seen)
+        fresh.extend((sq_id, c) for c in pool if c.variant.rescores or c.hit.node.node_id not in seen)
     return fresh
 
 
 def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tuple[str, PooledCandidate]],
                  scores: Sequence[float]) -> None:
-    """Add the newly scored candidates to each subquery's ranking (best first) and note the query behind its best."""
+    """Add the newly scored candidates to each subquery's ranking (best first; a page scored again keeps its best
+    score) and note the query behind its best."""
     query_of: dict[tuple[str, str], str] = {}
     for sq_id in subquery_ids:
         run.ranked.setdefault(sq_id, [])
     for (sq_id, candidate), score in zip(fresh, scores):
-        run.ranked[sq_id].append(NodeWithScore(node=candidate.hit.node, score=score))
-        query_of[(sq_id, candidate.hit.node.node_id)] = candidate.variant.request.text
+        ranked = run.ranked[sq_id]
+        node_id = candidate.hit.node.node_id
+        before = next((i for i, hit in enumerate(ranked) if hit.node.node_id == node_id), None)
+        if before is not None and (ranked[before].score or 0.0) >= score:
+            continue
+        if before is not None:
+            ranked.pop(before)
+        ranked.append(NodeWithScore(node=candidate.hit.node, score=score))
+        query_of[(sq_id, node_id)] = candidate.variant.request.text
     for sq_id in subquery_ids:
         ranked = run.ranked[sq_id]
         ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
