@@ -1,7 +1,8 @@
-"""The README's real-LLM figure: the systems of real_llm_bench.sh's HotpotQA runs, on the questions every
-system answered, side by side with the offline rows of the same questions.
+"""The README's real-LLM figures: the four systems of real_llm_bench.sh's sixth step (HotpotQA 40, MuSiQue 20)
+with Qwen2.5-Coder-1.5B, on the questions every system answered, beside the offline dag on the same questions.
 
-    python experiments/real_llm_figure.py --out experiments/results/real-llm-hotpot.png
+    python experiments/real_llm_figure.py --set hotpot --out experiments/results/real-llm-hotpot.png
+    python experiments/real_llm_figure.py --set musique --out experiments/results/real-llm-musique.png
 """
 
 from __future__ import annotations
@@ -12,31 +13,36 @@ from pathlib import Path
 
 from eval import plot, read_rows, summarize
 
-RUNS = (  # (folder, system in it, name in the figure)
-    ("runs/llm-hotpot20", "single", "single"),
-    ("runs/llm-hotpot20", "dag", "dag (resolver on)"),
-    ("runs/llm-hotpot20-defaults", "dag", "dag (defaults)"),
-    ("runs/llm-hotpot20", "dag-rule", "dag-rule (resolver on)"),
-    ("runs/llm-hotpot20-rule", "dag-rule", "dag, PLANNER=rule"),
-    ("runs/llm-hotpot20", "subq", "subq"),
-    ("runs/offline-hotpot20", "dag", "offline dag"),
+FOLDERS = {  # set -> (title, the LLM run's folder, the offline run's folder)
+    "hotpot": ("HotpotQA dev", "runs/llm-hotpot40-defaults", "runs/offline-hotpot40"),
+    "musique": ("MuSiQue train sample", "runs/llm-musique20", "runs/offline-musique20"),
+}
+SYSTEMS = (  # (system in the LLM run, name in the figure)
+    ("single", "single"),
+    ("dag-rule", "dag, PLANNER=rule"),
+    ("dag", "dag, LLM planner"),
+    ("subq", "SubQuestionQueryEngine"),
 )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("experiments/results/real-llm-hotpot.png"))
+    parser.add_argument("--set", choices=sorted(FOLDERS), default="hotpot")
+    parser.add_argument("--out", type=Path, default=None, help="default experiments/results/real-llm-<set>.png")
     args = parser.parse_args()
+    title, llm_folder, offline_folder = FOLDERS[args.set]
+    runs = [(llm_folder, system, name) for system, name in SYSTEMS] + [(offline_folder, "dag", "offline dag")]
     rows: dict[str, dict[str, dict]] = defaultdict(dict)  # name -> question id -> row
-    for folder, system, name in RUNS:
+    for folder, system, name in runs:
         for row in read_rows(Path(folder) / "per_question.jsonl"):
-            if row["system"] == system:
+            if row["system"] == system:  # a failed row stays: it scores 0, as in eval.py
                 rows[name][row["id"]] = {**row, "system": name}
     common = set.intersection(*(set(by_id) for by_id in rows.values()))
     summary = summarize([by_id[i] for by_id in rows.values() for i in sorted(common)])
-    plot(summary, args.out, f"HotpotQA dev, Qwen2.5-Coder-1.5B, budget 4: the {len(common)} questions all answered",
+    out = args.out or Path(f"experiments/results/real-llm-{args.set}.png")
+    plot(summary, out, f"{title}, Qwen2.5-Coder-1.5B, budget 4: the {len(common)} questions all answered",
          metrics=("recall", "joint_recall", "match", "f1"))
-    print(f"{args.out}: {len(common)} questions")
+    print(f"{out}: {len(common)} questions")
 
 
 if __name__ == "__main__":
