@@ -490,7 +490,9 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     expected: dict[str, set[str]] = defaultdict(set)  # the systems each question is asked of
     # Question by question, every system in turn: a run stopped half-way has compared the systems on the
     # same questions, not finished one system and never started the next.
-    for example in examples:
+    # A shard answers every N-th question; the corpus stays the whole set's, so its rows equal the unsharded run's.
+    asked = examples if args.shard is None else examples[args.shard[0] - 1::args.shard[1]]
+    for example in asked:
         for name in (s for s in systems if s not in skipped):
             if name == "oracle" and not example.decomposition:
                 continue
@@ -549,21 +551,22 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     by_key = {(r["system"], r["id"]): r for r in read_rows(out / ROWS_FILE)}  # the later of two rows wins
     rows = [by_key[key] for key in sorted(by_key, key=lambda k: (str(k[0]), str(k[1])))]
     write_atomically(out / ROWS_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    ids = {e.id for e in examples}
+    ids = {e.id for e in asked}
     strangers = sum(r["id"] not in ids for r in rows)
     if strangers:
         print(f"warning: {strangers} rows in {out / ROWS_FILE} are of questions this run does not have; "
               "kept there, left out of the summary", file=sys.stderr)
     answered = complete_questions(rows, expected)
-    if len(answered) < len(examples):
-        print(f"{len(examples) - len(answered)} of {len(examples)} questions are not answered by every system yet "
+    if len(answered) < len(asked):
+        print(f"{len(asked) - len(answered)} of {len(asked)} questions are not answered by every system yet "
               "(run again to finish them); the summary compares the systems on the other "
               f"{len(answered)}", file=sys.stderr)
     summary = {
         "systems": summarize([r for r in rows if r["id"] in answered]),
         "config": {
-            "data": str(args.data), "questions": len(examples), "questions_summarized": len(answered),
+            "data": str(args.data), "questions": len(asked), "questions_summarized": len(answered),
             "minutes": args.minutes, "limit": args.limit, "seed": args.seed,
+            "shard": None if args.shard is None else f"{args.shard[0]}/{args.shard[1]}",
             "budget": args.budget, "concurrency": args.concurrency, "corpus_paragraphs": len(corpus.nodes),
             "corpus": str(docs_folder) if docs_folder else None,
             "collection": settings.collection, "index_build_s": round(report.seconds, 2),
@@ -575,7 +578,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     write_atomically(out / "summary.json", json.dumps(summary, indent=2))
     table = markdown_table(summary["systems"])
     write_atomically(out / "summary.md",
-                     f"# {Path(args.data).name}: {questions_heading(len(answered), len(examples))}, "
+                     f"# {Path(args.data).name}: {questions_heading(len(answered), len(asked))}, "
                      f"budget {args.budget}\n\n{table}\n")
     if summary["systems"]:
         plot(summary["systems"], out / "summary.png", f"{Path(args.data).name}, budget {args.budget}")
@@ -585,6 +588,14 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     print(f"index build {report.seconds:.1f} s ({report.added} added), {ran} rows run in {question_seconds:.1f} s, "
           f"{resumed} resumed", file=sys.stderr)
     return summary
+
+
+def shard(text: str) -> tuple[int, int]:
+    """`--shard I/N` as (I, N), 1 ≤ I ≤ N."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise argparse.ArgumentTypeError(f"want I/N with 1 <= I <= N (say 1/2), not {text!r}")
+    return int(index), int(count)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -605,6 +616,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--minutes", type=float, default=None,
                         help="start no question after this many minutes (a later run resumes); the summary covers "
                              "the questions every system has answered")
+    parser.add_argument("--shard", type=shard, default=None, metavar="I/N",
+                        help="answer only every N-th question from the I-th (the corpus stays the whole set's): N "
+                             "runs, each with its own --out, --index-dir copy and LLM server, split one run; "
+                             "concatenate their per_question.jsonl into one --out and summarize with --minutes 0")
     parser.add_argument("--fresh", action="store_true", help="delete the rows already in --out and start over")
     parser.add_argument("--retry-failed", action="store_true",
                         help="when resuming, run the questions that failed again (their new rows replace the old)")

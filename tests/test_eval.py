@@ -437,3 +437,30 @@ def test_the_planner_probe_replays_the_llms_plans_offline_and_finds_what_the_llm
     asyncio.run(planner_probe.main(args))
     assert not llm_server.requests
     assert [json.loads(line) for line in (out / "plans.jsonl").read_text().splitlines()] == plans
+
+
+def test_shards_split_a_run_into_the_rows_the_whole_run_makes(tmp_path, index_dir):
+    whole, first, second, merged = (tmp_path / name for name in ("whole", "first", "second", "merged"))
+    assert _run(whole, index_dir, "--limit", "4", "--systems", "dag") == 0
+    assert _run(first, index_dir, "--limit", "4", "--systems", "dag", "--shard", "1/2") == 0
+    assert _run(second, index_dir, "--limit", "4", "--systems", "dag", "--shard", "2/2") == 0
+    ids = [example.id for example in load_examples(SAMPLE, limit=4)]  # the questions in the run's order
+    assert {key[1] for key in _rows(first)} == set(ids[0::2]) and {key[1] for key in _rows(second)} == set(ids[1::2])
+    assert _summary(first)["config"]["shard"] == "1/2" and _summary(first)["config"]["questions"] == 2
+    # The corpus is the whole set's, so a shard's row finds what the whole run's row found.
+    for key, row in {**_rows(first), **_rows(second)}.items():
+        assert row["sources"] == _rows(whole)[key]["sources"]
+    merged.mkdir()
+    (merged / "run.json").write_text((first / "run.json").read_text())
+    (merged / "per_question.jsonl").write_text(
+        (first / "per_question.jsonl").read_text() + (second / "per_question.jsonl").read_text())
+    assert _run(merged, index_dir, "--limit", "4", "--systems", "dag", "--minutes", "0") == 0
+    assert _summary(merged)["config"]["questions_summarized"] == 4
+    assert _summary(merged)["systems"]["dag"]["joint_recall"] == _summary(whole)["systems"]["dag"]["joint_recall"]
+
+
+@pytest.mark.parametrize("bad", ["3/2", "0/2", "1", "a/b"])
+def test_a_shard_that_is_not_i_of_n_is_refused_naming_the_option(tmp_path, index_dir, capsys, bad):
+    with pytest.raises(SystemExit) as stopped:
+        _run(tmp_path / "out", index_dir, "--shard", bad)
+    assert stopped.value.code == 2 and "--shard" in capsys.readouterr().err
