@@ -32,7 +32,9 @@ DAGRAG_RESOLVE_WITH_LLM=true .venv/bin/python experiments/eval.py "${HOTPOT[@]}"
 (cd experiments && ../.venv/bin/python planner_probe.py --data ../../shared/data/musique_train_sample.jsonl --seed 1 \
   --limit 20 --budget 4 --index-dir ../.dagrag/eval-llm-qdrant --out ../runs/planner-musique20)
 # 6. The four systems with today's defaults on HotpotQA 40 (20 bridge + 20 comparison) and MuSiQue 20: the issue's
-#    full measurement. At 2-5 minutes per question and system on a 2-core machine it spans sessions.
+#    full measurement. At 2-5 minutes per question and system on a 2-core machine it spans sessions. With a second
+#    server on the other core, `--shard 1/2` and `--shard 2/2` (own --out and --index-dir copy each) halve the wait
+#    (README, "Split across servers"); the MuSiQue rows were finished that way.
 .venv/bin/python experiments/eval.py --data ../shared/data/hotpotqa_dev.jsonl --seed 1 --per-type 20 --budget 4 \
   --concurrency 1 --index-dir .dagrag/eval-llm-qdrant --systems single,dag-rule,subq,dag --out runs/llm-hotpot40-defaults
 .venv/bin/python experiments/eval.py --data ../shared/data/musique_train_sample.jsonl --seed 1 --limit 20 --budget 4 \
