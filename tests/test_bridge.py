@@ -131,9 +131,11 @@ def test_pool_keeps_each_node_once_at_its_best_priority_and_lifts_titled_pages()
     ("Shirley Temple", "17-year-old Shirley Temple", True),
     ("Margaret Sanger", "Margaret", False),  # a page about more than the entity
     ("", "Somalia", False),
+    ("National Hockey League All-Star Game", "60th National Hockey League All-Star Game", False),  # the question's
 ])
 def test_page_of_entity(title, entity, expected):
-    assert page_of_entity(title, entity) is expected
+    question = 'Which position does the Captain of the National Hockey League All-Star Game "Away Team" play?'
+    assert page_of_entity(title, entity, question) is expected
 
 
 def test_a_phrased_search_keeps_only_the_entitys_own_page_and_it_is_scored_beyond_keep():

@@ -128,11 +128,14 @@ def title_words(title: str) -> set[str]:
     return set(content_words(_TITLE_QUALIFIER.sub("", title)))
 
 
-def page_of_entity(title: str, entity: str) -> bool:
+def page_of_entity(title: str, entity: str, question: str = "") -> bool:
     """True when a page's title names nothing but the entity ("Somalia" for Somalia, "Shirley Temple" for
-    "17-year-old Shirley Temple"), not a page about more ("Margaret Sanger" for "Margaret")."""
+    "17-year-old Shirley Temple"), not a page about more ("Margaret Sanger" for "Margaret"), nor one the question
+    itself names ("National Hockey League All-Star Game", for the entity "60th National Hockey League All-Star
+    Game": that is where the chain started, not where its hop leads)."""
     page_words = title_words(title)
-    return bool(page_words) and page_words <= set(content_words(entity))
+    return (bool(page_words) and page_words <= set(content_words(entity))
+            and not page_words <= set(content_words(question)))
 
 
 def titled_by(title: str, entity: str) -> bool:

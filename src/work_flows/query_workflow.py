@@ -312,7 +312,7 @@ class QueryWorkflow(Workflow):
         await self._rerank(run, {
             sq.id: pool_candidates(variants[sq.id], results[sq.id], exclude_node_ids=parents_kept(run, sq),
                                    keep=pool_size(self.policy, run, sq, attempt[sq.id]),
-                                   title_boost=self.policy.bridge_title_boost)
+                                   title_boost=self.policy.bridge_title_boost, question=run.plan.query)
             for sq in subqueries})
         run.add_time("rerank_s", time.perf_counter() - searched)
         return results

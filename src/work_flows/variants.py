@@ -94,13 +94,15 @@ def pool_candidates(
     *,
     exclude_node_ids: frozenset[str] = frozenset(),
     keep: int,
+    question: str = "",
     title_boost: float = 0.0,
 ) -> list[PooledCandidate]:
     """One subquery's candidates from all its variants: each node once (at its best priority), best first.
 
     Priority is the search score, lifted by `title_boost` when the page is titled by the variant's entity. A
-    phrased variant (one that rescores) keeps only the entity's own page (`page_of_entity`): "... What is the usual
-    average snowfall in the city" matches every city's snowfall, and the entity's page is what it asks about.
+    phrased variant (one that rescores) keeps only the entity's own page (`page_of_entity`; none the `question`
+    names): "... What is the usual average snowfall in the city" matches every city's snowfall, and the entity's
+    page is what it asks about.
     """
     best: dict[str, PooledCandidate] = {}
     for variant, result in zip(variants, hits):
@@ -111,7 +113,7 @@ def pool_candidates(
             if node_id in exclude_node_ids:
                 continue
             titled = bool(variant.entity) and titled_by(_title(hit), variant.entity or "")
-            if variant.rescores and not (variant.entity and page_of_entity(_title(hit), variant.entity)):
+            if variant.rescores and not (variant.entity and page_of_entity(_title(hit), variant.entity, question)):
                 continue  # in the question's general words any page on the topic matches; the entity's own counts
             priority = float(hit.score or 0.0) + (title_boost if titled else 0.0)
             before = best.get(node_id)
