@@ -356,8 +356,14 @@ def test_ctrl_c_stops_the_run_and_keeps_every_finished_row(tmp_path, llm_server,
         return "The sources answer the question [1]."
 
     llm_server.script("writer", interrupt_on_the_third_answer)
-    with pytest.raises(KeyboardInterrupt):
-        _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule", "--concurrency", "1")
+    # Ctrl-C as a shell delivers it: Python's own handler, which asyncio.run replaces for the run. A handler an
+    # earlier test's library left behind would take the signal instead.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule", "--concurrency", "1")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     finished = _rows(out)  # every question finished before Ctrl-C is on disk, in full; none after it ran
     assert 2 <= len(finished) <= 3 and len(writes) == 3
     # Question by question, each system in turn: the first question is done by both systems.
