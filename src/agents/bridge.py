@@ -99,14 +99,17 @@ def bridge_queries(child_text: str, parent_title: str, parent_passage: str, ques
             for e in bridge_entities(parent_title, parent_passage, question, limit)]
 
 
+def clause_breaks(question: str) -> list[re.Match[str]]:
+    """Where the question's clauses meet (`CLAUSE_BREAK`). A break with no content word before it is the
+    question's own wh-word ("When was ...", "To which group ..."), not the start of another clause."""
+    return [b for b in CLAUSE_BREAK.finditer(question) if content_words(question[:b.start()])]
+
+
 def opening_clause(question: str) -> str:
     """The question up to its first clause break, as written: what it asks ("Who was in charge of the state",
-    from "... of the state where Shringarpur is located?"). A break with no content word before it is the
-    question's own wh-word ("When was ...", "To which group ..."), not the start of another clause."""
-    for match in CLAUSE_BREAK.finditer(question):
-        if content_words(question[:match.start()]):
-            return question[:match.start()].strip()
-    return question.strip()
+    from "... of the state where Shringarpur is located?")."""
+    breaks = clause_breaks(question)
+    return question[:breaks[0].start()].strip() if breaks else question.strip()
 
 
 def phrased_queries(parent_title: str, parent_passage: str, question: str, limit: int) -> list[BridgeQuery]:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore
 
-from ..agents.bridge import CLAUSE_BREAK, bridge_queries, named_spans, phrased_queries, title_words
+from ..agents.bridge import bridge_queries, clause_breaks, named_spans, phrased_queries, title_words
 from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
 from ..core.sources import passage_text
 from ..core.text import content_words
@@ -234,9 +234,7 @@ def name_search_words(question: str, name: str) -> list[str]:
     at = question.find(name)
     if at < 0:
         return [w for w in content_words(question) if w not in name_words]
-    # A break with no content word before it is the question's own wh-word ("When was ...", "To which group ..."),
-    # not the start of another clause.
-    breaks = [b for b in CLAUSE_BREAK.finditer(question) if content_words(question[:b.start()])]
+    breaks = clause_breaks(question)
     opening_end = breaks[0].start() if breaks else len(question)
     start = max([0, *(b.end() for b in breaks if b.end() <= at)])
     end = min([len(question), *(b.start() for b in breaks if b.start() >= at + len(name))])
