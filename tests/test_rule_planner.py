@@ -24,6 +24,11 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev
     ("Which of these battles occurred earlier--the Battle of Peleliu or the Battle of Belleau Wood?",
      ("Battle of Peleliu", "Battle of Belleau Wood")),
     ("Who was born first, Leonardo da Vinci or Émile Zola?", ("Leonardo da Vinci", "Émile Zola")),
+    ("How many more singles titles did Kim Warwick win than Jorge Lozano?", ("Kim Warwick", "Jorge Lozano")),
+    ("Is Mount Everest taller than K2?", ("Mount Everest", "K2")),
+    ("Was the Eiffel Tower built earlier than the Statue of Liberty?", ("Eiffel Tower", "Statue of Liberty")),
+    ("Does Hatch support more Python versions than Poetry?", ("Hatch", "Poetry")),
+    ("Are there more people in Tokyo than in Paris?", ("Tokyo", "Paris")),
 ])
 def test_comparisons_split_into_their_two_entities(question, entities):
     comparison = find_comparison(question)
@@ -40,6 +45,22 @@ def test_other_questions_get_a_two_hop_bridge_plan(question):
     assert [sq.text for sq in plan.subqueries] == [question, f"{{s1}} {question}"]
     assert plan.subqueries[1].parents == ["s1"]
     assert [sq.text for sq in plan_offline(question, bridge=False).subqueries] == [question]
+
+
+@pytest.mark.parametrize("question", [
+    "Other than racing, what sport does the 1998 champion of the Toyota GRand Prix practice?",
+    "In which case does the Hatch documentation advise staying with setuptools rather than Hatchling?",
+    "Did Apple earn more than 100 billion dollars in 2020?",
+    "Is the building located at 200 West Street taller than the one at 888 7th Avenue?",
+])
+def test_a_than_that_does_not_compare_two_named_entities_is_no_comparison(question):
+    assert find_comparison(question) is None
+
+
+def test_a_than_comparison_of_related_entities_is_two_chains():
+    plan = plan_offline("Is the director of Jaws older than the director of Alien?")
+    assert [(sq.text, sq.parents) for sq in plan.subqueries] == [
+        ("Jaws director", []), ("Alien director", []), ("{s1} born older", ["s1"]), ("{s2} born older", ["s2"])]
 
 
 def test_a_question_with_too_little_to_build_on_gets_the_single_query_plan():

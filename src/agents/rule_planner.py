@@ -28,6 +28,12 @@ COMPARISON_CUES = frozenset(
     more most less fewer higher lower taller shorter longer larger smaller bigger different similar
     either""".split()
 )
+# Comparatives that open "X ... than Y" ("Is X taller than Y?"); "other than" and "rather than" compare nothing.
+THAN_COMPARATIVES = COMPARISON_CUES | frozenset(
+    """better worse faster slower heavier lighter richer poorer deeper wider greater newer cheaper stronger
+    weaker hotter colder warmer cooler closer farther further louder""".split()
+)
+LEADING_PREPOSITIONS = frozenset("in at on of for by from with".split())
 # Comparative words map to what a passage about one entity states; "older" is answered by a birth date.
 CUE_ATTRIBUTES = {
     "older": "born", "younger": "born", "oldest": "born", "youngest": "born", "earlier": "date",
@@ -168,9 +174,37 @@ def _comparison_with_and(question: str) -> tuple[str, str] | None:
     return None
 
 
+def _comparison_with_than(question: str) -> tuple[str, str] | None:
+    """"Is X taller than Y?" / "How many more titles did X win than Y?" / "... than the director of Y?"
+
+    X is the first name after the question's opening words; Y the name that follows "than" (past a
+    preposition, "the" and a relation such as "director of"). Not a comparison of two entities: "more than
+    300 papers", "other than racing", "than the one at ...".
+    """
+    head, than, tail = question.rstrip(" ?").partition(" than ")
+    head_words = [w.lower().strip(",") for w in head.split()]
+    if not than or not any(w in THAN_COMPARATIVES for w in head_words):
+        return None
+    tail_words = tail.split()
+    if tail_words and tail_words[0].lower() in LEADING_PREPOSITIONS:
+        tail_words = tail_words[1:]
+    if tail_words and tail_words[0].lower() == "the":
+        tail_words = tail_words[1:]
+    if len(tail_words) > 1 and tail_words[0].lower() in RELATION_WORDS and tail_words[1].lower() == "of":
+        tail_words = tail_words[2:]
+    right_words = _leading_name(tail_words)
+    if not right_words or right_words[0][0].isdigit():
+        return None
+    left = _first_named_entity(head)
+    right = _clean(" ".join(right_words))
+    if not left or not right or len(left.split()) > 12 or len(right.split()) > 12:
+        return None
+    return left, right
+
+
 def find_comparison(question: str) -> Comparison | None:
     """The two entities a comparison question compares, or None."""
-    entities = _comparison_with_or(question) or _comparison_with_and(question)
+    entities = _comparison_with_or(question) or _comparison_with_and(question) or _comparison_with_than(question)
     if entities is None or entities[0].lower() == entities[1].lower():
         return None
     return Comparison(entities=entities, predicate=_predicate(question, entities))
