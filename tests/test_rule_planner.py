@@ -29,6 +29,14 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev
     ("Was the Eiffel Tower built earlier than the Statue of Liberty?", ("Eiffel Tower", "Statue of Liberty")),
     ("Does Hatch support more Python versions than Poetry?", ("Hatch", "Poetry")),
     ("Are there more people in Tokyo than in Paris?", ("Tokyo", "Paris")),
+    ("What is the difference between Hatch and Poetry?", ("Hatch", "Poetry")),
+    ("Compare Scott Derrickson and Ed Wood.", ("Scott Derrickson", "Ed Wood")),
+    ("How does Hatch differ from Poetry?", ("Hatch", "Poetry")),
+    ("Is Hatch similar to Poetry?", ("Hatch", "Poetry")),
+    ("How does Hatch compare with Poetry for monorepos?", ("Hatch", "Poetry")),
+    ("Hatch vs Poetry: which is faster?", ("Hatch", "Poetry")),
+    ("Scott Derrickson versus Ed Wood: who directed more films?", ("Scott Derrickson", "Ed Wood")),
+    ("Who was born earlier, Ed Wood, or Scott Derrickson?", ("Ed Wood", "Scott Derrickson")),
 ])
 def test_comparisons_split_into_their_two_entities(question, entities):
     comparison = find_comparison(question)
@@ -52,9 +60,19 @@ def test_other_questions_get_a_two_hop_bridge_plan(question):
     "In which case does the Hatch documentation advise staying with setuptools rather than Hatchling?",
     "Did Apple earn more than 100 billion dollars in 2020?",
     "Is the building located at 200 West Street taller than the one at 888 7th Avenue?",
+    "Who moved from Paris to London in 1990?",
+    "How do I migrate from setuptools to Hatch?",
+    "Where is the Bubblegum Alley, that is similar to Gum Wall, located in California?",
 ])
-def test_a_than_that_does_not_compare_two_named_entities_is_no_comparison(question):
+def test_a_linking_word_that_does_not_join_two_compared_names_is_no_comparison(question):
     assert find_comparison(question) is None
+
+
+def test_words_that_only_set_two_names_side_by_side_are_left_out_of_the_subqueries():
+    plan = plan_offline("How does Hatch compare with Poetry for monorepos?")
+    assert [sq.text for sq in plan.subqueries] == ["Hatch monorepos", "Poetry monorepos"]
+    assert [sq.text for sq in plan_offline("Is Mount Everest taller than K2?").subqueries] == [
+        "Mount Everest height", "K2 height"]
 
 
 def test_a_than_comparison_of_related_entities_is_two_chains():

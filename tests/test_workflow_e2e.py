@@ -26,6 +26,13 @@ async def test_comparison_question_gets_one_subquery_per_person_and_both_gold_pa
     assert best == {"s1": "Scott Derrickson", "s2": "Ed Wood"}
 
 
+async def test_a_than_comparison_searches_each_side_and_finds_both_people(make_workflow):
+    result = await make_workflow().run(query="Was Ed Wood born earlier than Scott Derrickson?")
+    assert [sq.text for sq in result.plan.subqueries] == ["Ed Wood born date", "Scott Derrickson born date"]
+    best = {s.subquery_id: s.metadata["title"] for s in result.sources if s.rank_in_subquery == 1}
+    assert best == {"s1": "Ed Wood", "s2": "Scott Derrickson"}
+
+
 async def test_result_fields_are_complete_and_consistent(make_workflow):
     result = await make_workflow().run(query=DERRICKSON)
     features = result.retrieval_confidence_features

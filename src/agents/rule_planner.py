@@ -33,7 +33,24 @@ THAN_COMPARATIVES = COMPARISON_CUES | frozenset(
     """better worse faster slower heavier lighter richer poorer deeper wider greater newer cheaper stronger
     weaker hotter colder warmer cooler closer farther further louder""".split()
 )
+# Words that only say two things are set side by side ("the difference between X and Y", "How does X differ
+# from Y?"): a cue, but nothing a passage about one of them states, so no part of a subquery.
+CONTRAST_WORDS = frozenset(
+    """difference differences differ differs differed distinct compare compares compared comparable contrast
+    versus vs""".split()
+)
+# The word that joins the second entity, and the cues it needs: anywhere before "than" ("more titles did X
+# win than Y"), right before the others ("differ from", "similar to", "compared with").
+LINKED_CUES: dict[str, frozenset[str]] = {
+    "than": THAN_COMPARATIVES,
+    "from": frozenset("differ differs differed different distinct".split()),
+    "to": frozenset("similar compared comparable".split()),
+    "with": frozenset("compare compares compared".split()),
+}
+NOT_ATTRIBUTES = frozenset({"both", "same", "either"}) | CONTRAST_WORDS
+RELATIVE_PRONOUNS = frozenset({"that", "which", "who"})
 LEADING_PREPOSITIONS = frozenset("in at on of for by from with".split())
+_VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 # Comparative words map to what a passage about one entity states; "older" is answered by a birth date.
 CUE_ATTRIBUTES = {
     "older": "born", "younger": "born", "oldest": "born", "youngest": "born", "earlier": "date",
@@ -112,7 +129,7 @@ def _clean(name: str) -> str:
 def _predicate(question: str, entities: tuple[str, str]) -> list[str]:
     entity_words = set(content_words(" ".join(entities)))
     words = [w for w in content_words(question) if w not in entity_words and w not in AUXILIARIES]
-    mapped = [CUE_ATTRIBUTES.get(w, w) for w in words if w not in ("both", "same", "either")]
+    mapped = [CUE_ATTRIBUTES.get(w, w) for w in words if w not in NOT_ATTRIBUTES]
     return list(dict.fromkeys(mapped))
 
 
@@ -122,7 +139,7 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
     at = body.find(" or ")
     if at < 0:
         return None
-    head, tail = body[:at], body[at + 4:]
+    head, tail = body[:at].rstrip(","), body[at + 4:]  # "..., X, or Y" (a serial comma)
     split_at = max(head.rfind(","), head.rfind(":"))
     head_words = head.split()
     if split_at >= 0:
@@ -156,7 +173,7 @@ def _comparison_with_and(question: str) -> tuple[str, str] | None:
     words = _WORD.findall(question.rstrip(" ?"))
     lowered = [w.lower().strip(",") for w in words]
     starts_with_aux = bool(lowered) and lowered[0] in AUXILIARIES
-    has_cue = any(w.strip(".,") in COMPARISON_CUES for w in lowered)
+    has_cue = any(w.strip(".,") in COMPARISON_CUES | CONTRAST_WORDS for w in lowered)
     if not (starts_with_aux or has_cue):
         return None
     for i, word in enumerate(lowered):
@@ -168,43 +185,71 @@ def _comparison_with_and(question: str) -> tuple[str, str] | None:
         if left_words and left_words[0].lower() == "both":
             left_words = left_words[1:]
         left = _trailing_name(left_words)
+        while left and left[0].lower() in CONTRAST_WORDS:  # "Compare X and Y"
+            left = left[1:]
         right = _leading_name(words[i + 1:])
         if left and right:
             return _clean(" ".join(left)), _clean(" ".join(right))
     return None
 
 
-def _comparison_with_than(question: str) -> tuple[str, str] | None:
-    """"Is X taller than Y?" / "How many more titles did X win than Y?" / "... than the director of Y?"
+def _second_entity(words: list[str]) -> str | None:
+    """The name a linking word introduces: "than (in) (the) (director of) Y ..."; None for "than 300 papers"."""
+    if words and words[0].lower() in LEADING_PREPOSITIONS:
+        words = words[1:]
+    if words and words[0].lower() == "the":
+        words = words[1:]
+    if len(words) > 1 and words[0].lower() in RELATION_WORDS and words[1].lower() == "of":
+        words = words[2:]
+    name = _leading_name(words)
+    if not name or name[0][0].isdigit():
+        return None
+    return _clean(" ".join(name)) or None
 
-    X is the first name after the question's opening words; Y the name that follows "than" (past a
+
+def _comparison_with_link(question: str) -> tuple[str, str] | None:
+    """"Is X taller than Y?", "How many more titles did X win than Y?", "How does X differ from Y?",
+    "Is X similar to Y?", "How does X compare with Y?"
+
+    X is the first name after the question's opening words, Y the name the linking word introduces (past a
     preposition, "the" and a relation such as "director of"). Not a comparison of two entities: "more than
-    300 papers", "other than racing", "than the one at ...".
+    300 papers", "other than racing", "than the one at ...", "moved from Paris" (no cue before "from"),
+    "X, that is similar to Y, ..." (a relative clause describes X; the question asks something else).
     """
-    head, than, tail = question.rstrip(" ?").partition(" than ")
-    head_words = [w.lower().strip(",") for w in head.split()]
-    if not than or not any(w in THAN_COMPARATIVES for w in head_words):
+    body = question.rstrip(" ?")
+    for match in re.finditer(r"\s(than|from|to|with)\s", body):
+        link = match.group(1)
+        head_words = [w.lower().strip(",") for w in body[:match.start()].split()]
+        cued = (any(w in LINKED_CUES[link] for w in head_words) if link == "than"
+                else bool(head_words) and head_words[-1] in LINKED_CUES[link]
+                and not RELATIVE_PRONOUNS & set(head_words[-3:-1]))  # "X, that is similar to Y, ..." describes X
+        if not cued:
+            continue
+        left = _first_named_entity(body[:match.start()])
+        right = _second_entity(body[match.end():].split())
+        if left and right and len(left.split()) <= 12 and len(right.split()) <= 12:
+            return left, right
         return None
-    tail_words = tail.split()
-    if tail_words and tail_words[0].lower() in LEADING_PREPOSITIONS:
-        tail_words = tail_words[1:]
-    if tail_words and tail_words[0].lower() == "the":
-        tail_words = tail_words[1:]
-    if len(tail_words) > 1 and tail_words[0].lower() in RELATION_WORDS and tail_words[1].lower() == "of":
-        tail_words = tail_words[2:]
-    right_words = _leading_name(tail_words)
-    if not right_words or right_words[0][0].isdigit():
+    return None
+
+
+def _comparison_with_versus(question: str) -> tuple[str, str] | None:
+    """"Hatch vs Poetry: which is faster?" / "Scott Derrickson versus Ed Wood: who directed more films?" """
+    parts = _VERSUS.split(question.rstrip(" ?"), maxsplit=1)
+    if len(parts) != 2:
         return None
-    left = _first_named_entity(head)
-    right = _clean(" ".join(right_words))
-    if not left or not right or len(left.split()) > 12 or len(right.split()) > 12:
-        return None
-    return left, right
+    left_words = _trailing_name(parts[0].split())
+    while left_words and left_words[0].lower().strip("\"'") in STOPWORDS | AUXILIARIES:
+        left_words = left_words[1:]
+    right = _second_entity(parts[1].split())
+    left = _clean(" ".join(left_words))
+    return (left, right) if left and right else None
 
 
 def find_comparison(question: str) -> Comparison | None:
     """The two entities a comparison question compares, or None."""
-    entities = _comparison_with_or(question) or _comparison_with_and(question) or _comparison_with_than(question)
+    entities = (_comparison_with_or(question) or _comparison_with_and(question) or _comparison_with_link(question)
+                or _comparison_with_versus(question))
     if entities is None or entities[0].lower() == entities[1].lower():
         return None
     return Comparison(entities=entities, predicate=_predicate(question, entities))
