@@ -37,6 +37,12 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev
     ("Hatch vs Poetry: which is faster?", ("Hatch", "Poetry")),
     ("Scott Derrickson versus Ed Wood: who directed more films?", ("Scott Derrickson", "Ed Wood")),
     ("Who was born earlier, Ed Wood, or Scott Derrickson?", ("Ed Wood", "Scott Derrickson")),
+    ("What is the difference between `hatch env create` and `hatch shell`?", ("hatch env create", "hatch shell")),
+    ("Which is faster, `uv` or `pip`?", ("uv", "pip")),
+    ('"A Summer in the Cage" and "American Hardcore" are both what kind of film?',
+     ("A Summer in the Cage", "American Hardcore")),
+    ('Which came to market first, "Hey Pa! There\'s a Goat on the Roof" or "Poleconomy"',
+     ("Hey Pa! There's a Goat on the Roof", "Poleconomy")),
 ])
 def test_comparisons_split_into_their_two_entities(question, entities):
     comparison = find_comparison(question)

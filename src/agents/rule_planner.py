@@ -50,6 +50,7 @@ LINKED_CUES: dict[str, frozenset[str]] = {
 NOT_ATTRIBUTES = frozenset({"both", "same", "either"}) | CONTRAST_WORDS
 RELATIVE_PRONOUNS = frozenset({"that", "which", "who"})
 LEADING_PREPOSITIONS = frozenset("in at on of for by from with".split())
+_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”")
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 # Comparative words map to what a passage about one entity states; "older" is answered by a birth date.
 CUE_ATTRIBUTES = {
@@ -246,13 +247,31 @@ def _comparison_with_versus(question: str) -> tuple[str, str] | None:
     return (left, right) if left and right else None
 
 
+def _hold_quoted(question: str) -> tuple[str, dict[str, str]]:
+    """The question with each quoted or `code` span as one name word ("Quoted0"), and what each stands for:
+    "Which is faster, `uv` or `pip`?" compares two names, lower case or not, with spaces or commas inside."""
+    spans: dict[str, str] = {}
+
+    def hold(match: re.Match[str]) -> str:
+        token = f"Quoted{len(spans)}"
+        spans[token] = next(group for group in match.groups() if group is not None).strip()
+        return token
+
+    return _QUOTED.sub(hold, question), spans
+
+
 def find_comparison(question: str) -> Comparison | None:
     """The two entities a comparison question compares, or None."""
-    entities = (_comparison_with_or(question) or _comparison_with_and(question) or _comparison_with_link(question)
-                or _comparison_with_versus(question))
-    if entities is None or entities[0].lower() == entities[1].lower():
+    held, spans = _hold_quoted(question)
+    found = (_comparison_with_or(held) or _comparison_with_and(held) or _comparison_with_link(held)
+             or _comparison_with_versus(held))
+    if found is None:
         return None
-    return Comparison(entities=entities, predicate=_predicate(question, entities))
+    predicate = _predicate(held, found)
+    entities = tuple(re.sub(r"Quoted\d+", lambda m: spans.get(m.group(0), m.group(0)), e) for e in found)
+    if not all(entities) or entities[0].lower() == entities[1].lower():
+        return None
+    return Comparison(entities=(entities[0], entities[1]), predicate=predicate)
 
 
 @dataclass(frozen=True)
