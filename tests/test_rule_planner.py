@@ -74,6 +74,28 @@ def test_a_linking_word_that_does_not_join_two_compared_names_is_no_comparison(q
     assert find_comparison(question) is None
 
 
+@pytest.mark.parametrize(("question", "entities"), [
+    ("Who is older, Ed Wood, Tim Burton or Johnny Depp?", ("Ed Wood", "Tim Burton", "Johnny Depp")),
+    ("Who is older, Ed Wood, Tim Burton, or Johnny Depp?", ("Ed Wood", "Tim Burton", "Johnny Depp")),
+    ("Were Ed Wood, Tim Burton and Johnny Depp all American?", ("Ed Wood", "Tim Burton", "Johnny Depp")),
+    ("Compare Hatch, Poetry and PDM.", ("Hatch", "Poetry", "PDM")),
+    ("What is the difference between Hatch, Poetry and PDM?", ("Hatch", "Poetry", "PDM")),
+    ("Which is fastest: `uv`, `pip` or `Poetry`?", ("uv", "pip", "Poetry")),
+])
+def test_a_list_of_three_or_more_names_is_compared_one_subquery_each(question, entities):
+    comparison = find_comparison(question)
+    assert comparison is not None and comparison.entities == entities
+    assert [sq.hints.must_include for sq in plan_offline(question).subqueries] == [[e] for e in entities]
+
+
+def test_a_list_longer_than_the_plan_allows_is_searched_as_asked_never_cut_short():
+    question = "Which is the largest, Paris, London, Berlin, Rome or Madrid?"
+    assert len(find_comparison(question).entities) == 5
+    assert [sq.text for sq in plan_offline(question, subquery_max=4).subqueries] == [question, f"{{s1}} {question}"]
+    # Without a cue, a list is no comparison, and its last two names are no pair either.
+    assert find_comparison("Where did Ed Wood, Tim Burton or Johnny Depp grow up?") is None
+
+
 def test_words_that_only_set_two_names_side_by_side_are_left_out_of_the_subqueries():
     plan = plan_offline("How does Hatch compare with Poetry for monorepos?")
     assert [sq.text for sq in plan.subqueries] == ["Hatch monorepos", "Poetry monorepos"]

@@ -33,6 +33,13 @@ async def test_a_than_comparison_searches_each_side_and_finds_both_people(make_w
     assert best == {"s1": "Ed Wood", "s2": "Scott Derrickson"}
 
 
+async def test_a_list_of_three_people_is_one_layer_of_three_searches(make_workflow):
+    result = await make_workflow().run(query="Who is older, Scott Derrickson, Ed Wood or Shirley Temple?")
+    assert result.plan.layers == [["s1", "s2", "s3"]]
+    best = {s.subquery_id: s.metadata["title"] for s in result.sources if s.rank_in_subquery == 1}
+    assert best == {"s1": "Scott Derrickson", "s2": "Ed Wood", "s3": "Shirley Temple"}
+
+
 async def test_result_fields_are_complete_and_consistent(make_workflow):
     result = await make_workflow().run(query=DERRICKSON)
     features = result.retrieval_confidence_features

@@ -1,8 +1,9 @@
 """The offline planner: deterministic rules that turn a question into a Plan, and a history rewriter.
 
 It is the planner when no LLM is configured and the fallback when the LLM's plan cannot be used.
-Rules: a comparison of two named entities ("Were X and Y ...", "Which ..., X or Y?", "both X and Y")
-becomes one subquery per entity; a bridge-comparison, one that compares what a relation of each entity
+Rules: a comparison of named entities ("Were X and Y ...", "Which ..., X or Y?", "both X and Y", "Is X
+taller than Y?", "How does X differ from Y?", "X vs Y", "Who is oldest, X, Y or Z?") becomes one subquery
+per entity; a bridge-comparison, one that compares what a relation of each entity
 names ("Which film has the director born earlier, X or Y?", "Who was born first, the director of X or the
 director of Y?"), becomes two chains: s1, s2 find each entity's page, s3 = `{s1} <attribute>` and
 s4 = `{s2} <attribute>` the pages those name (the director's); any other question becomes a two-hop
@@ -32,6 +33,11 @@ COMPARISON_CUES = frozenset(
 THAN_COMPARATIVES = COMPARISON_CUES | frozenset(
     """better worse faster slower heavier lighter richer poorer deeper wider greater newer cheaper stronger
     weaker hotter colder warmer cooler closer farther further louder""".split()
+)
+# "Which is fastest, X, Y or Z?": a list of three or more is compared by a superlative.
+SUPERLATIVES = frozenset(
+    """best worst fastest slowest largest biggest smallest highest lowest tallest shortest longest heaviest
+    lightest richest poorest deepest widest greatest newest cheapest strongest weakest closest earliest""".split()
 )
 # Words that only say two things are set side by side ("the difference between X and Y", "How does X differ
 # from Y?"): a cue, but nothing a passage about one of them states, so no part of a subquery.
@@ -88,7 +94,7 @@ BRIDGE_MIN_CONTENT_WORDS = 3  # "Who is he?" has nothing for a second hop to bui
 
 @dataclass(frozen=True)
 class Comparison:
-    entities: tuple[str, str]
+    entities: tuple[str, ...]  # two, or more for a list ("X, Y or Z")
     predicate: list[str]
 
 
@@ -127,11 +133,52 @@ def _clean(name: str) -> str:
     return re.sub(r"^(the|both)\s+", "", name, flags=re.IGNORECASE).strip()
 
 
-def _predicate(question: str, entities: tuple[str, str]) -> list[str]:
+def _predicate(question: str, entities: tuple[str, ...]) -> list[str]:
     entity_words = set(content_words(" ".join(entities)))
     words = [w for w in content_words(question) if w not in entity_words and w not in AUXILIARIES]
     mapped = [CUE_ATTRIBUTES.get(w, w) for w in words if w not in NOT_ATTRIBUTES]
     return list(dict.fromkeys(mapped))
+
+
+def _listed_name(segment: str) -> str | None:
+    """A list item that is a name, past the question's opening words ("Were Ed Wood", "Compare Hatch")."""
+    words = segment.split()
+    while words and words[0].lower() in STOPWORDS | AUXILIARIES | CONTRAST_WORDS:
+        words = words[1:]
+    if not words or _leading_name(words) != words or all(w.isdigit() for w in words):
+        return None
+    return _clean(" ".join(words)) or None
+
+
+def _comparison_of_a_list(question: str) -> tuple[str, ...] | None:
+    """Three or more names in a list: "Who is oldest, X, Y or Z?", "Were X, Y and Z all American?",
+    "Compare X, Y, and Z"; None for two (the other forms read those)."""
+    body = question.rstrip(" ?.")
+    lowered = body.lower().split()
+    cued = (bool(lowered) and lowered[0] in AUXILIARIES) or any(
+        w.strip(",:") in COMPARISON_CUES | CONTRAST_WORDS | THAN_COMPARATIVES | SUPERLATIVES for w in lowered)
+    last = max(body.rfind(" or "), body.rfind(" and "))
+    if not cued or last < 0:
+        return None
+    head, tail = body[:last].rstrip(","), body[last:].split(maxsplit=1)[1:]
+    names: list[str] = []
+    for segment in reversed(head.split(",")):
+        _, colon, item = segment.rpartition(":")  # "Which is fastest: X" (a title may hold one too)
+        name = _listed_name(item)
+        if name is None:
+            break
+        names.insert(0, name)
+        if colon or item.split()[0].lower() in STOPWORDS | AUXILIARIES | CONTRAST_WORDS:
+            break  # the question's opening words came before this name
+    clause = re.search(r",\s+(?=[a-z])", tail[0]) if tail else None
+    right_words = _leading_name((tail[0][: clause.start()] if clause else tail[0]).split()) if tail else []
+    right = _clean(" ".join(right_words))
+    items = [*names, right]
+    if len(names) < 2 or not right or any(len(item.split()) > 12 for item in items):
+        return None
+    if len({item.lower() for item in items}) < len(items):
+        return None
+    return tuple(items)
 
 
 def _comparison_with_or(question: str) -> tuple[str, str] | None:
@@ -147,6 +194,9 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
         left = head[split_at + 1:]
         if _leading_name(left.split()) != left.split():  # "... in June, 2011 a left-hand or ..."
             return None
+        before = head[:split_at].split(",")[-1]
+        if head[split_at] == "," and ":" not in before and _listed_name(before) is not None:
+            return None  # "X, Y or Z" that no cue made a comparison of a list: not a pair either
     elif head_words and head_words[0].lower() in AUXILIARIES:
         # "Is the Marsilea or the Brabejum ...": everything between the verb and "or" must be the name.
         left_words = head_words[1:]
@@ -261,17 +311,17 @@ def _hold_quoted(question: str) -> tuple[str, dict[str, str]]:
 
 
 def find_comparison(question: str) -> Comparison | None:
-    """The two entities a comparison question compares, or None."""
+    """The entities a comparison question compares (two, or more for a list), or None."""
     held, spans = _hold_quoted(question)
-    found = (_comparison_with_or(held) or _comparison_with_and(held) or _comparison_with_link(held)
-             or _comparison_with_versus(held))
+    found = (_comparison_of_a_list(held) or _comparison_with_or(held) or _comparison_with_and(held)
+             or _comparison_with_link(held) or _comparison_with_versus(held))
     if found is None:
         return None
     predicate = _predicate(held, found)
     entities = tuple(re.sub(r"Quoted\d+", lambda m: spans.get(m.group(0), m.group(0)), e) for e in found)
-    if not all(entities) or entities[0].lower() == entities[1].lower():
+    if not all(entities) or len({e.lower() for e in entities}) < len(entities):
         return None
-    return Comparison(entities=(entities[0], entities[1]), predicate=predicate)
+    return Comparison(entities=entities, predicate=predicate)
 
 
 @dataclass(frozen=True)
@@ -294,7 +344,8 @@ def find_bridge_comparison(question: str) -> BridgeComparison | None:
     else:
         link = _RELATION_LINK.search(question)
         comparison = find_comparison(question) if link is not None else None
-        entities = comparison.entities if comparison is not None else None
+        pair = comparison is not None and len(comparison.entities) == 2  # two chains fill four subqueries
+        entities = (comparison.entities[0], comparison.entities[1]) if comparison is not None and pair else None
         relation = (link.group(1) or link.group(2)).lower() if link is not None else ""
     if entities is None:
         return None
@@ -335,6 +386,8 @@ def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 
     if bridge_comparison is not None:
         return bridge_comparison_plan(question, bridge_comparison)
     comparison = find_comparison(question)
+    if comparison is not None and len(comparison.entities) > subquery_max:
+        comparison = None  # a subquery each would not fit; the question is searched as asked
     if comparison is None:
         worth_a_hop = bridge and len(content_words(question)) >= BRIDGE_MIN_CONTENT_WORDS
         return bridge_plan(question) if worth_a_hop else single_query_plan(question)
