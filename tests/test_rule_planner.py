@@ -81,6 +81,7 @@ def test_a_linking_word_that_does_not_join_two_compared_names_is_no_comparison(q
     ("Compare Hatch, Poetry and PDM.", ("Hatch", "Poetry", "PDM")),
     ("What is the difference between Hatch, Poetry and PDM?", ("Hatch", "Poetry", "PDM")),
     ("Which is fastest: `uv`, `pip` or `Poetry`?", ("uv", "pip", "Poetry")),
+    ("Which came first, A, B, C or D?", ("A", "B", "C", "D")),  # "A" between commas is a name, not an article
 ])
 def test_a_list_of_three_or_more_names_is_compared_one_subquery_each(question, entities):
     comparison = find_comparison(question)

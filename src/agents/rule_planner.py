@@ -140,10 +140,11 @@ def _predicate(question: str, entities: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(mapped))
 
 
-def _listed_name(segment: str) -> str | None:
-    """A list item that is a name, past the question's opening words ("Were Ed Wood", "Compare Hatch")."""
+def _listed_name(segment: str, *, opens: bool = False) -> str | None:
+    """A list item that is a name; in the segment that opens the question, past its opening words ("Were Ed
+    Wood", "Compare Hatch"). Between commas every word counts: "Which came first, A, B or C?"."""
     words = segment.split()
-    while words and words[0].lower() in STOPWORDS | AUXILIARIES | CONTRAST_WORDS:
+    while opens and words and words[0].lower() in STOPWORDS | AUXILIARIES | CONTRAST_WORDS:
         words = words[1:]
     if not words or _leading_name(words) != words or all(w.isdigit() for w in words):
         return None
@@ -162,14 +163,15 @@ def _comparison_of_a_list(question: str) -> tuple[str, ...] | None:
         return None
     head, tail = body[:last].rstrip(","), body[last:].split(maxsplit=1)[1:]
     names: list[str] = []
-    for segment in reversed(head.split(",")):
-        _, colon, item = segment.rpartition(":")  # "Which is fastest: X" (a title may hold one too)
-        name = _listed_name(item)
+    segments = head.split(",")
+    for index in reversed(range(len(segments))):
+        _, colon, item = segments[index].rpartition(":")  # "Which is fastest: X" (a title may hold one too)
+        name = _listed_name(item, opens=index == 0)
         if name is None:
             break
         names.insert(0, name)
-        if colon or item.split()[0].lower() in STOPWORDS | AUXILIARIES | CONTRAST_WORDS:
-            break  # the question's opening words came before this name
+        if colon:
+            break  # the question's opening words came before the colon
     clause = re.search(r",\s+(?=[a-z])", tail[0]) if tail else None
     right_words = _leading_name((tail[0][: clause.start()] if clause else tail[0]).split()) if tail else []
     right = _clean(" ".join(right_words))
@@ -194,8 +196,8 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
         left = head[split_at + 1:]
         if _leading_name(left.split()) != left.split():  # "... in June, 2011 a left-hand or ..."
             return None
-        before = head[:split_at].split(",")[-1]
-        if head[split_at] == "," and ":" not in before and _listed_name(before) is not None:
+        *earlier, before = head[:split_at].split(",")
+        if head[split_at] == "," and ":" not in before and _listed_name(before, opens=not earlier) is not None:
             return None  # "X, Y or Z" that no cue made a comparison of a list: not a pair either
     elif head_words and head_words[0].lower() in AUXILIARIES:
         # "Is the Marsilea or the Brabejum ...": everything between the verb and "or" must be the name.
