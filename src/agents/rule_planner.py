@@ -205,7 +205,7 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
         if not left_words or _leading_name(left_words) != left_words:
             return None
         left = " ".join(left_words)
-    elif any(w.lower() in COMPARISON_CUES for w in head_words):
+    elif any(w.lower().strip(",?") in COMPARISON_CUES | THAN_COMPARATIVES | SUPERLATIVES for w in body.split()):
         # "Which genus has more species Eucryphia or Lepidozamia?": the name closes the head.
         left = " ".join(_trailing_name(head_words))
     else:
