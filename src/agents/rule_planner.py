@@ -55,7 +55,9 @@ LINKED_CUES: dict[str, frozenset[str]] = {
 }
 NOT_ATTRIBUTES = frozenset({"both", "same", "either"}) | CONTRAST_WORDS
 RELATIVE_PRONOUNS = frozenset({"that", "which", "who"})
+MAX_NAME_WORDS = 12  # longer, a "name" is a clause the rules misread
 LEADING_PREPOSITIONS = frozenset("in at on of for by from with".split())
+_CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members": the name ends at the comma
 _QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”")
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 # Comparative words map to what a passage about one entity states; "older" is answered by a birth date.
@@ -140,12 +142,23 @@ def _predicate(question: str, entities: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(mapped))
 
 
+def _past_opening_words(words: list[str], also: frozenset[str] = frozenset()) -> list[str]:
+    """Words past a capitalised sentence opener ("What", "Were", and any of `also`): those are no name."""
+    while words and words[0].lower().strip("\"'") in STOPWORDS | AUXILIARIES | also:
+        words = words[1:]
+    return words
+
+
+def _up_to_clause(tail: str) -> str:
+    """What follows a comparison's last "or"/"and" up to a comma that opens a clause."""
+    clause = _CLAUSE_AFTER_NAME.search(tail)
+    return tail[: clause.start()] if clause else tail
+
+
 def _listed_name(segment: str, *, opens: bool = False) -> str | None:
     """A list item that is a name; in the segment that opens the question, past its opening words ("Were Ed
     Wood", "Compare Hatch"). Between commas every word counts: "Which came first, A, B or C?"."""
-    words = segment.split()
-    while opens and words and words[0].lower() in STOPWORDS | AUXILIARIES | CONTRAST_WORDS:
-        words = words[1:]
+    words = _past_opening_words(segment.split(), CONTRAST_WORDS) if opens else segment.split()
     if not words or _leading_name(words) != words or all(w.isdigit() for w in words):
         return None
     return _clean(" ".join(words)) or None
@@ -161,7 +174,7 @@ def _comparison_of_a_list(question: str) -> tuple[str, ...] | None:
     last = max(body.rfind(" or "), body.rfind(" and "))
     if not cued or last < 0:
         return None
-    head, tail = body[:last].rstrip(","), body[last:].split(maxsplit=1)[1:]
+    head, (_, *tail) = body[:last].rstrip(","), body[last:].split(maxsplit=1)
     names: list[str] = []
     segments = head.split(",")
     for index in reversed(range(len(segments))):
@@ -172,11 +185,9 @@ def _comparison_of_a_list(question: str) -> tuple[str, ...] | None:
         names.insert(0, name)
         if colon:
             break  # the question's opening words came before the colon
-    clause = re.search(r",\s+(?=[a-z])", tail[0]) if tail else None
-    right_words = _leading_name((tail[0][: clause.start()] if clause else tail[0]).split()) if tail else []
-    right = _clean(" ".join(right_words))
+    right = _clean(" ".join(_leading_name(_up_to_clause(tail[0]).split()))) if tail else ""
     items = [*names, right]
-    if len(names) < 2 or not right or any(len(item.split()) > 12 for item in items):
+    if len(names) < 2 or not right or any(len(item.split()) > MAX_NAME_WORDS for item in items):
         return None
     if len({item.lower() for item in items}) < len(items):
         return None
@@ -211,12 +222,11 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
     else:
         return None
     # The second entity runs to the end, or to a comma that opens a clause ("..., had more members").
-    clause = re.search(r",\s+(?=[a-z])", tail)
-    right = tail[: clause.start()] if clause else tail
+    right = _up_to_clause(tail)
     if split_at < 0:
         right = " ".join(_leading_name(right.split())) or right
     left, right = _clean(left), _clean(right)
-    if not left or not right or len(left.split()) > 12 or len(right.split()) > 12:
+    if not left or not right or len(left.split()) > MAX_NAME_WORDS or len(right.split()) > MAX_NAME_WORDS:
         return None
     return left, right
 
@@ -280,7 +290,7 @@ def _comparison_with_link(question: str) -> tuple[str, str] | None:
             continue
         left = _first_named_entity(body[:match.start()])
         right = _second_entity(body[match.end():].split())
-        if left and right and len(left.split()) <= 12 and len(right.split()) <= 12:
+        if left and right and len(left.split()) <= MAX_NAME_WORDS and len(right.split()) <= MAX_NAME_WORDS:
             return left, right
         return None
     return None
@@ -291,11 +301,8 @@ def _comparison_with_versus(question: str) -> tuple[str, str] | None:
     parts = _VERSUS.split(question.rstrip(" ?"), maxsplit=1)
     if len(parts) != 2:
         return None
-    left_words = _trailing_name(parts[0].split())
-    while left_words and left_words[0].lower().strip("\"'") in STOPWORDS | AUXILIARIES:
-        left_words = left_words[1:]
+    left = _clean(" ".join(_past_opening_words(_trailing_name(parts[0].split()))))
     right = _second_entity(parts[1].split())
-    left = _clean(" ".join(left_words))
     return (left, right) if left and right else None
 
 
@@ -346,8 +353,9 @@ def find_bridge_comparison(question: str) -> BridgeComparison | None:
     else:
         link = _RELATION_LINK.search(question)
         comparison = find_comparison(question) if link is not None else None
-        pair = comparison is not None and len(comparison.entities) == 2  # two chains fill four subqueries
-        entities = (comparison.entities[0], comparison.entities[1]) if comparison is not None and pair else None
+        entities = None
+        if comparison is not None and len(comparison.entities) == 2:  # two chains fill four subqueries
+            entities = (comparison.entities[0], comparison.entities[1])
         relation = (link.group(1) or link.group(2)).lower() if link is not None else ""
     if entities is None:
         return None
@@ -407,10 +415,7 @@ def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 
 def _first_named_entity(text: str) -> str | None:
     words = _WORD.findall(text)
     for i in range(len(words)):
-        run = _leading_name(words[i:])
-        # A capitalised sentence opener ("What", "Who") is not a name.
-        while run and run[0].lower().strip("\"'") in STOPWORDS | AUXILIARIES:
-            run = run[1:]
+        run = _past_opening_words(_leading_name(words[i:]))
         if run:
             return _clean(" ".join(run)) or None
     return None
