@@ -72,7 +72,7 @@ def _from_shared(record: dict[str, Any], where: str) -> Example:
         decomposition=[d["question"] for d in decomposition] if isinstance(decomposition, list) else None)
 
 
-DOCS_TYPES = ("fact", "table", "code", "two-section", "two-document")
+DOCS_TYPES = ("fact", "table", "code", "two-section", "two-document", "comparison")
 
 
 def _from_docs(record: dict[str, Any], where: str) -> Example:

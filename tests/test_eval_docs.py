@@ -67,7 +67,7 @@ def test_the_corpus_names_its_source_and_licence():
     source = (PROJECT / "SOURCE.md").read_text(encoding="utf-8")
     assert "hatch==1.18.2" in source and "MIT" in source
     assert (PROJECT / "LICENSE.txt").read_text(encoding="utf-8").startswith("MIT License")
-    script = (DATA / "fetch_docs_corpus.sh").read_text(encoding="utf-8")
+    script = (DATA / "corpora" / "hatch.sh").read_text(encoding="utf-8")
     listed = {line.strip() for line in script.split("DOCS=(", 1)[1].split(")", 1)[0].splitlines() if line.strip()}
     assert listed == {str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*") if p.is_file()}
 

@@ -1,55 +1,40 @@
 #!/usr/bin/env bash
-# Re-fetch the docs benchmark corpus (experiments/data/docs_corpus/hatch) from PyPI and check it.
+# Re-fetch a docs benchmark corpus (experiments/data/docs_corpus/NAME) from PyPI and check it.
 #
-#   experiments/data/fetch_docs_corpus.sh           # download, verify the sdist's sha256, compare every file
-#   experiments/data/fetch_docs_corpus.sh --write   # the same, then (re)write the copies from the sdist
+#   experiments/data/fetch_docs_corpus.sh [NAME]           # download, verify the sdist's sha256, compare every file
+#   experiments/data/fetch_docs_corpus.sh [NAME] --write   # the same, then (re)write the copies from the sdist
+#   experiments/data/fetch_docs_corpus.sh --all            # check every corpus in experiments/data/corpora/
 #
-# The corpus is a subset of the Markdown documentation shipped in the sdist of Hatch (MIT licence), copied
-# byte for byte. PyPI never replaces a released file, so the pinned version and sha256 make this reproducible.
-# PYTHON picks the interpreter whose pip downloads (default: the project's .venv, else python3).
+# NAME (default hatch) names a manifest, experiments/data/corpora/NAME.sh: the package, its pinned version and
+# sdist sha256, its licence file, the documentation folder inside the sdist and the documents taken from it.
+# A corpus is a subset of the documentation shipped in a permissively licensed sdist, copied byte for byte
+# with the licence beside it. PyPI never replaces a released file, so the pinned version and sha256 make
+# this reproducible. PYTHON picks the interpreter whose pip downloads (default: the project's .venv, else python3).
 set -euo pipefail
 
-PACKAGE=hatch
-VERSION=1.18.2
-SDIST_SHA256=7f365f1a5b8f1a8162813daed9bf9fce83f15dc933fc99c6d04cbb942e64f4d0
-LICENSE_FILE=LICENSE.txt
-# Paths inside the sdist's docs/ folder; they keep the same relative paths under docs_corpus/hatch/docs/.
-DOCS=(
-  intro.md
-  install.md
-  why.md
-  environment.md
-  version.md
-  build.md
-  publish.md
-  config/metadata.md
-  config/dependency.md
-  config/build.md
-  config/hatch.md
-  config/context.md
-  config/environment/overview.md
-  config/environment/advanced.md
-  config/internal/testing.md
-  meta/faq.md
-  plugins/builder/wheel.md
-  plugins/builder/sdist.md
-  plugins/environment/virtual.md
-  plugins/publisher/package-index.md
-  plugins/version-source/regex.md
-  plugins/version-source/code.md
-  tutorials/testing/overview.md
-  how-to/environment/select-installer.md
-)
-
-mode=check
-case "${1:-}" in
-  "") ;;
-  --write) mode=write ;;
-  *) echo "usage: $0 [--write]" >&2; exit 2 ;;
-esac
-
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-dest="$here/docs_corpus/$PACKAGE"
+
+if [ "${1:-}" = --all ]; then
+  for manifest in "$here"/corpora/*.sh; do "$0" "$(basename "$manifest" .sh)"; done
+  exit 0
+fi
+
+name=hatch
+mode=check
+for arg in "$@"; do
+  case "$arg" in
+    --write) mode=write ;;
+    -*) echo "usage: $0 [NAME] [--write] | --all" >&2; exit 2 ;;
+    *) name="$arg" ;;
+  esac
+done
+manifest="$here/corpora/$name.sh"
+[ -f "$manifest" ] || { echo "no manifest $manifest" >&2; exit 2; }
+DOCS_ROOT=docs
+# shellcheck source=/dev/null
+source "$manifest"
+
+dest="$here/docs_corpus/$name"
 python="${PYTHON:-$here/../../.venv/bin/python}"
 [ -x "$python" ] || python=python3
 
@@ -58,29 +43,29 @@ trap 'rm -rf "$work"' EXIT
 
 # --no-binary :all: makes pip take the sdist (the wheel has no docs); --no-deps: only this one file.
 "$python" -m pip download --quiet --no-deps --no-binary :all: "$PACKAGE==$VERSION" -d "$work"
-sdist="$work/$PACKAGE-$VERSION.tar.gz"
+sdist="$(find "$work" -maxdepth 1 -name '*.tar.gz' | head -n 1)"
 echo "$SDIST_SHA256  $sdist" | sha256sum --check --quiet -
 tar -xzf "$sdist" -C "$work"
-root="$work/$PACKAGE-$VERSION"
+root="$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -n 1)"
 
-files=("$LICENSE_FILE")
-for doc in "${DOCS[@]}"; do files+=("docs/$doc"); done
-
-differ=0
-for file in "${files[@]}"; do
+copy() {  # source path inside the sdist, destination path inside the corpus
   if [ "$mode" = write ]; then
-    install -D -m 644 "$root/$file" "$dest/$file"
-  elif ! cmp --quiet "$root/$file" "$dest/$file"; then
-    echo "differs from $PACKAGE $VERSION: $dest/$file" >&2
+    install -D -m 644 "$root/$1" "$dest/$2"
+  elif ! cmp --quiet "$root/$1" "$dest/$2"; then
+    echo "differs from $PACKAGE $VERSION: $dest/$2" >&2
     differ=1
   fi
-done
+}
+
+differ=0
+copy "$LICENSE_FILE" "$(basename "$LICENSE_FILE")"
+for doc in "${DOCS[@]}"; do copy "$DOCS_ROOT/$doc" "docs/$doc"; done
 
 # The corpus folder is ingested as a whole, so a stray file there would change the benchmark silently.
 expected="$(printf '%s\n' "${DOCS[@]}" | sort)"
 present="$(cd "$dest/docs" && find . -type f | sed 's|^\./||' | sort)"
 if [ "$expected" != "$present" ]; then
-  echo "$dest/docs holds other files than the ${#DOCS[@]} listed here:" >&2
+  echo "$dest/docs holds other files than the ${#DOCS[@]} listed in $manifest:" >&2
   diff <(echo "$expected") <(echo "$present") >&2 || true
   differ=1
 fi

@@ -1,0 +1,31 @@
+# Black's documentation (MIT licence), a docs benchmark corpus; questions: experiments/data/docs_black_questions.jsonl
+PACKAGE=black
+VERSION=26.10.1
+SDIST_SHA256=5f9f83beae62437e060dafd53d7f1fc327e3d3494f74d72ee5c2b73eb90fc4e7
+LICENSE_FILE=LICENSE
+DOCS_ROOT=docs   # the documentation folder inside the sdist; its files keep their paths under docs_corpus/$NAME/docs/
+DOCS=(
+  index.md
+  getting_started.md
+  faq.md
+  the_black_code_style/index.md
+  the_black_code_style/current_style.md
+  the_black_code_style/future_style.md
+  usage_and_configuration/the_basics.md
+  usage_and_configuration/file_collection_and_discovery.md
+  usage_and_configuration/black_as_a_server.md
+  usage_and_configuration/black_docker_image.md
+  integrations/index.md
+  integrations/editors.md
+  integrations/github_actions.md
+  integrations/source_version_control.md
+  integrations/doctest_formatting.md
+  guides/introducing_black_to_your_project.md
+  guides/using_black_with_other_tools.md
+  guides/using_black_with_jupyter_notebooks.md
+  contributing/index.md
+  contributing/the_basics.md
+  contributing/gauging_changes.md
+  contributing/issue_triage.md
+  contributing/release_process.md
+)

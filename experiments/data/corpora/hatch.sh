@@ -1,0 +1,32 @@
+# Hatch's documentation (MIT licence), the first docs benchmark corpus; questions: experiments/data/docs_questions.jsonl
+PACKAGE=hatch
+VERSION=1.18.2
+SDIST_SHA256=7f365f1a5b8f1a8162813daed9bf9fce83f15dc933fc99c6d04cbb942e64f4d0
+LICENSE_FILE=LICENSE.txt
+DOCS_ROOT=docs   # the documentation folder inside the sdist; its files keep their paths under docs_corpus/$NAME/docs/
+DOCS=(
+  intro.md
+  install.md
+  why.md
+  environment.md
+  version.md
+  build.md
+  publish.md
+  config/metadata.md
+  config/dependency.md
+  config/build.md
+  config/hatch.md
+  config/context.md
+  config/environment/overview.md
+  config/environment/advanced.md
+  config/internal/testing.md
+  meta/faq.md
+  plugins/builder/wheel.md
+  plugins/builder/sdist.md
+  plugins/environment/virtual.md
+  plugins/publisher/package-index.md
+  plugins/version-source/regex.md
+  plugins/version-source/code.md
+  tutorials/testing/overview.md
+  how-to/environment/select-installer.md
+)
