@@ -1,0 +1,35 @@
+# Python-Markdown's documentation (BSD-3-Clause licence); questions: experiments/data/docs_markdown_questions.jsonl
+PACKAGE=markdown
+VERSION=3.11.3
+SDIST_SHA256=81eb91631dc97ad1efbc76019ef0f80fe90ca49ddf81546752d79989c3bfff3e
+LICENSE_FILE=LICENSE.md
+DOCS_ROOT=docs   # the documentation folder inside the sdist; its files keep their paths under docs_corpus/$NAME/docs/
+DOCS=(
+  index.md
+  install.md
+  cli.md
+  library.md
+  sanitization.md
+  test_tools.md
+  contributing.md
+  extensions/index.md
+  extensions/api.md
+  extensions/extra.md
+  extensions/abbreviations.md
+  extensions/attr_list.md
+  extensions/definition_lists.md
+  extensions/fenced_code_blocks.md
+  extensions/footnotes.md
+  extensions/md_in_html.md
+  extensions/tables.md
+  extensions/admonition.md
+  extensions/code_hilite.md
+  extensions/legacy_attrs.md
+  extensions/legacy_em.md
+  extensions/meta_data.md
+  extensions/nl2br.md
+  extensions/sane_lists.md
+  extensions/smarty.md
+  extensions/toc.md
+  extensions/wikilinks.md
+)
