@@ -240,7 +240,10 @@ def test_a_valid_plan_is_used_as_is(plan):
     assert validate_plan(plan, question=QUESTION, subquery_max=8) == []
     executed = finalize_plan(plan, question=QUESTION, subquery_max=8, origin=PlanOrigin.LLM)
     assert executed is not None and executed.origin is PlanOrigin.LLM and executed.notes == []
-    assert executed.subqueries == plan.subqueries and executed.layers == layer_plan(plan)
+    # Used as is, each subquery only gains its role (assign_roles): the text, parents and hints stay.
+    assert [sq.model_copy(update={"role": "step"}) for sq in executed.subqueries] == [
+        sq.model_copy(update={"role": "step"}) for sq in plan.subqueries]
+    assert executed.layers == layer_plan(plan)
 
 
 # --- fixed edge cases -------------------------------------------------------------------------------

@@ -274,3 +274,30 @@ def test_a_search_written_twice_is_dropped_unless_another_subquery_builds_on_it(
         {"id": "s1", "text": repeated}, {"id": "s2", "text": repeated},
         {"id": "s3", "text": "Where is {s2} located?", "parents": ["s2"]}]})
     assert validate_plan(chained, question=question, subquery_max=4) == []
+
+
+# --- roles ---------------------------------------------------------------------------------------------------
+
+def test_every_subquery_gets_its_role_from_the_plans_shape():
+    plan = plan_of(("s1", QUESTION.upper(), []), ("s2", "{s1} nationality", ["s1"]), ("s3", "Ed Wood", []))
+    executed = finalize_plan(plan, question=QUESTION, subquery_max=4, origin=PlanOrigin.GIVEN)
+    assert [(sq.id, sq.role) for sq in executed.subqueries] == [("s1", "question"), ("s2", "hop"), ("s3", "step")]
+
+
+def test_a_role_in_untrusted_input_is_decided_by_the_plan_shape_not_taken_as_given():
+    plan = Plan.model_validate({"query": QUESTION, "subqueries": [
+        {"id": "s1", "text": "Scott Derrickson", "role": "question"},
+        {"id": "s2", "text": "{s1} nationality", "parents": ["s1"], "role": "side"},
+        {"id": "s3", "text": "Ed Wood", "role": ["nonsense"]}]})
+    assert plan.subqueries[2].role == "step"
+    executed = finalize_plan(plan, question=QUESTION, subquery_max=4, origin=PlanOrigin.LLM)
+    assert [(sq.id, sq.role) for sq in executed.subqueries] == [("s1", "step"), ("s2", "hop"), ("s3", "step")]
+
+
+def test_a_comparison_side_keeps_its_role_even_when_it_shares_every_content_word_with_the_question():
+    # "For Against" is all stopwords: the side "Local H united states" has the question's content words.
+    question = "Are Local H and For Against both from the United States?"
+    plan = Plan(query=question, subqueries=[SubQuery(id="s1", text="Local H united states", role="side"),
+                                            SubQuery(id="s2", text="For Against united states", role="side")])
+    executed = finalize_plan(plan, question=question, subquery_max=4, origin=PlanOrigin.OFFLINE)
+    assert [sq.role for sq in executed.subqueries] == ["side", "side"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dagrag.agents.rule_planner import find_comparison, plan_offline, rewrite_with_history
+from dagrag.core.language import ENGLISH, Language
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev.jsonl"
 
@@ -143,3 +144,55 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
         "What was Ed Wood's nationality?"
     assert rewrite_with_history("Who directed Ed Wood?", history) is None
 
+
+
+# --- comparisons by their form, whatever the names look like ------------------------------------------
+
+@pytest.mark.parametrize(("question", "sides"), [
+    ("How does httpx differ from requests?", ("httpx", "requests")),
+    ("How does attrs differ from Pydantic?", ("attrs", "Pydantic")),
+    ("Should I use Poetry or uv for a monorepo?", ("Poetry", "uv")),
+    ("httpx vs requests: which one supports HTTP/2?", ("httpx", "requests")),
+    ("What's the difference between attrs.define and attr.s?", ("attrs.define", "attr.s")),
+    ("Is pydantic.BaseModel similar to dataclasses.dataclass?", ("pydantic.BaseModel", "dataclasses.dataclass")),
+    ("uv compared to pip, which is faster?", ("uv", "pip")),
+    ("When would I pick --force-exclude over --exclude?", ("--force-exclude", "--exclude")),
+    ("Should I use the `black` hook or `black-jupyter` in pre-commit?", ("black hook", "black-jupyter")),
+    ("What's the difference between -S and -C in black?", ("-S", "-C")),
+    ("Is blackd similar to the normal black command, or what's different?", ("blackd", "normal black command")),
+    ("-x compared to -c for python -m markdown, which one loads an extension?", ("-x", "-c")),
+    ("Compare pip, uv and poetry", ("pip", "uv", "poetry")),
+    ("Compare nl2br, sane_lists and legacy_em: what does each one change?", ("nl2br", "sane_lists", "legacy_em")),
+    ("Compare blacken-docs, blackdoc and black itself for docstrings", ("blacken-docs", "blackdoc", "black")),
+    ("Which is better for a small CLI, click or typer?", ("click", "typer")),
+    ("tox or nox: which runs faster?", ("tox", "nox")),
+])
+def test_a_comparison_is_recognised_by_its_form_with_lower_case_dotted_and_code_names(question, sides):
+    comparison = find_comparison(question)
+    assert comparison is not None and comparison.entities == sides
+    plan = plan_offline(question)
+    assert [sq.role for sq in plan.subqueries] == ["side"] * len(sides)
+    assert not any(sq.parents for sq in plan.subqueries)
+    assert [sq.hints.must_include for sq in plan.subqueries] == [[side] for side in sides]
+
+
+def test_what_a_side_is_compared_on_joins_each_sides_search():
+    plan = plan_offline("Should I use Poetry or uv for a monorepo?")
+    assert [sq.text for sq in plan.subqueries] == ["Poetry use monorepo", "uv use monorepo"]
+
+
+def test_a_name_with_capitalised_small_words_is_not_cut_where_a_sentence_would_go_on():
+    found = find_comparison("Which song was released more recently, Come With Me (Pure Imagination) or Hold On Me "
+                            "(Grinspoon Song)?")
+    assert found is not None and found.entities[1] == "Hold On Me (Grinspoon Song)"
+
+
+def test_another_language_is_another_language_object_not_an_edit_of_the_planner():
+    import re
+    german = Language(
+        comparison_forms=(re.compile(r"^wie\s+unterscheidet\s+sich\s+(?P<a>.+?)\s+von\s+(?P<b>.+)$", re.I),),
+        side_ends=re.compile(r"\s*[?:;,]|\s+(?:für|bei)\b"), side_openers=frozenset({"der", "die", "das"}),
+        side_closers=frozenset(), list_joiners=("und", "oder"))
+    found = find_comparison("Wie unterscheidet sich httpx von requests?", german)
+    assert found is not None and found.entities == ("httpx", "requests")
+    assert find_comparison("Wie unterscheidet sich httpx von requests?", ENGLISH) is None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..core.language import ENGLISH, Language
 from ..core.names import is_connector, is_name_word
 from ..core.plan import Hints, Plan, SubQuery, single_query_plan
 from ..core.text import STOPWORDS, content_words
@@ -319,11 +320,62 @@ def _hold_quoted(question: str) -> tuple[str, dict[str, str]]:
     return _QUOTED.sub(hold, question), spans
 
 
-def find_comparison(question: str) -> Comparison | None:
-    """The entities a comparison question compares (two, or more for a list), or None."""
+def _side(text: str, language: Language, *, open_end: bool) -> str:
+    """One side of a comparison as the form captured it: from its last comma or colon (the question's own words
+    come before those) or, when the form leaves its end open, to where the question goes on (`side_ends`), less the
+    words a side never starts or ends with, and a bare possessive ("black's" -> "black")."""
+    if open_end:
+        end = language.side_ends.search(text)
+        text = text[: end.start()] if end else text
+    else:
+        text = re.split(r"[,:]\s", text)[-1]
+    words = text.strip(" \"'“”.?").split()
+    while words and words[0].lower() in language.side_openers:
+        words = words[1:]
+    while words and words[-1].lower() in language.side_closers:
+        words = words[:-1]
+    side = " ".join(words)
+    return re.sub(r"(?<=\w)['’]s$", "", side)
+
+
+def _listed_sides(items: str, language: Language) -> list[str]:
+    """"X, Y and Z for W" -> [X, Y, Z]: comma-separated, the last two joined by a `list_joiners` word."""
+    *firsts, last = [part for part in re.split(r",\s*", items) if part.strip()] or [""]
+    joiner = re.search(r"\s+(?:{})\s+".format("|".join(language.list_joiners)), last)
+    if joiner is None:
+        return []
+    firsts = [re.sub(r"^(?:{})\s+".format("|".join(language.list_joiners)), "", f.strip()) for f in firsts]
+    return [*firsts, last[: joiner.start()], last[joiner.end():]]
+
+
+def _comparison_by_form(question: str, language: Language) -> tuple[str, ...] | None:
+    """The sides of a comparison recognised by its form alone (`Language.comparison_forms`), any kind of name."""
+    body = question.strip().rstrip(" ?.!")
+    for form in language.comparison_forms:
+        match = form.search(body)
+        if match is None:
+            continue
+        groups = match.groupdict()
+        if groups.get("items") is not None:
+            listed = _listed_sides(groups["items"], language)
+            sides = [_side(item, language, open_end=item is listed[-1]) for item in listed]
+        else:
+            sides = [_side(groups["a"], language, open_end=False), _side(groups["b"], language, open_end=True)]
+        if len(sides) >= 2 and all(sides) and all(len(s.split()) <= language.max_side_words for s in sides) \
+                and len({s.lower() for s in sides}) == len(sides):
+            return tuple(sides)
+    return None
+
+
+def find_comparison(question: str, language: Language = ENGLISH) -> Comparison | None:
+    """The entities a comparison question compares (two, or more for a list), or None.
+
+    Its form first ("How does X differ from Y?", "X vs Y", "Should I use X or Y for Z?", ...: any kind of
+    name), then the forms that need names to look like names ("Were X and Y ...?", "Who is older, X or Y?").
+    """
     held, spans = _hold_quoted(question)
-    found = (_comparison_of_a_list(held) or _comparison_with_or(held) or _comparison_with_and(held)
-             or _comparison_with_link(held) or _comparison_with_versus(held))
+    found = (_comparison_by_form(held, language) or _comparison_of_a_list(held) or _comparison_with_or(held)
+             or _comparison_with_and(held) or _comparison_with_link(held) or _comparison_with_versus(held))
     if found is None:
         return None
     predicate = _predicate(held, found)
@@ -372,7 +424,7 @@ def find_bridge_comparison(question: str) -> BridgeComparison | None:
 def bridge_comparison_plan(question: str, found: BridgeComparison) -> Plan:
     """Two chains, one layer each: s1, s2 find each entity's page and the related entity it names; s3, s4 search
     each related entity's page for the attribute; the writer compares."""
-    firsts = [SubQuery(id=f"s{i}", text=f"{entity} {found.relation}", hints=Hints(must_include=[entity]))
+    firsts = [SubQuery(id=f"s{i}", text=f"{entity} {found.relation}", hints=Hints(must_include=[entity]), role="side")
               for i, entity in enumerate(found.entities, start=1)]
     attribute = " ".join(found.attribute) or found.relation
     hops = [SubQuery(id=f"s{i + 2}", text=f"{{{first.id}}} {attribute}", parents=[first.id])
@@ -406,6 +458,7 @@ def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 
             id=f"s{i}",
             text=" ".join([entity, *comparison.predicate]),
             hints=Hints(must_include=[entity]),
+            role="side",
         )
         for i, entity in enumerate(comparison.entities, start=1)
     ]

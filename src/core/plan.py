@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 import networkx as nx
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -66,11 +66,22 @@ class Hints(BaseModel):
         return terms[:MAX_HINT_TERMS]
 
 
+Role = Literal["question", "side", "hop", "step"]
+"""What a subquery is for, set once when the plan is made (`assign_roles`), read by everything after:
+
+- `question`: the question as asked, whose ranking is the single-query path's;
+- `side`: one side of a comparison (or the first search of one of a bridge-comparison's chains);
+- `hop`: searches about what a parent found (`{sN}` in its text), a bridge hop at any depth;
+- `step`: any other search a planner wrote.
+"""
+
+
 class SubQuery(BaseModel):
     id: str = Field(min_length=1, max_length=64)
     text: str
     parents: list[str] = Field(default_factory=list)
     hints: Hints = Field(default_factory=Hints)
+    role: Role = "step"
 
     @field_validator("id", mode="before")
     @classmethod
@@ -101,6 +112,12 @@ class SubQuery(BaseModel):
     @classmethod
     def _hints(cls, value: Any) -> Any:
         return value if isinstance(value, (dict, Hints)) else {}  # hints are optional: a malformed one is dropped
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _role(cls, value: Any) -> Any:
+        # Untrusted plans may carry anything here; `assign_roles` decides the role from the plan's shape anyway.
+        return value if value in ("question", "side", "hop", "step") else "step"
 
 
 class Plan(BaseModel):
@@ -405,10 +422,32 @@ def single_query_plan(question: str) -> Plan:
     return Plan(query=question, subqueries=[SubQuery(id="s1", text=question)])
 
 
+def assign_roles(plan: Plan) -> Plan:
+    """The plan with every subquery's role set from its shape (see `Role`).
+
+    A subquery that searches the plan's query itself (the same content words, no `{sN}`) is the question; one
+    that refers to a parent is a hop; a side keeps the role its planner gave it (a name made of stopwords leaves a
+    side with the question's content words); anything else is a step.
+    """
+    asked = content_words(plan.query)
+    subqueries = []
+    for sq in plan.subqueries:
+        if parent_references(sq.text):
+            role: Role = "hop"
+        elif sq.role == "side":  # a side may share every content word with the question ("For Against")
+            role = "side"
+        elif asked and content_words(sq.text) == asked:
+            role = "question"
+        else:
+            role = "step"
+        subqueries.append(sq.model_copy(update={"role": role}))
+    return plan.model_copy(update={"subqueries": subqueries})
+
+
 def finalize_plan(
     plan: Plan, *, question: str, subquery_max: int, origin: PlanOrigin, notes: list[str] | None = None
 ) -> ExecutedPlan | None:
-    """Validate, repair if needed, layer. None when the plan cannot be made valid."""
+    """Validate, repair if needed, give every subquery its role, layer. None when the plan cannot be made valid."""
     notes = list(notes or [])
     issues = validate_plan(plan, question=question, subquery_max=subquery_max)
     if issues:
@@ -418,6 +457,7 @@ def finalize_plan(
         notes += repairs
         if origin is PlanOrigin.LLM:
             origin = PlanOrigin.REPAIRED
+    plan = assign_roles(plan)
     return ExecutedPlan(**plan.model_dump(), origin=origin, notes=notes, layers=layer_plan(plan))
 
 

@@ -132,7 +132,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     missing = ", ".join(left)
     hop: SubQuery | None = None
     if left and moved:
-        hop = SubQuery(id=hop_id, text=f"{{{last}}} {' '.join(left)}", parents=[last])
+        hop = SubQuery(id=hop_id, text=f"{{{last}}} {' '.join(left)}", parents=[last], role="hop")
         pages = (f"the kept pages since {restart[0]} found the page of {restart[1]!r}, which the question names (the "
                  f"pages before it were found about other hops)" if restart is not None
                  else f"the kept pages of {', '.join(chain)}")
@@ -142,7 +142,8 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
         # The chain stopped moving, but the question names something no kept page explains ("... is Rochester
         # in?"): that thing's own page is missing, and a search for the name is what is left to try.
         rest = [w for w in name_search_words(question, name) if w in set(left)]
-        hop = SubQuery(id=hop_id, text=" ".join([name, *rest]), parents=[last], hints=Hints(must_include=[name]))
+        hop = SubQuery(id=hop_id, text=" ".join([name, *rest]), parents=[last], hints=Hints(must_include=[name]),
+                       role="hop")
         notes.append(f"{hop_id} added: the question names {name!r}, which none of the kept pages explains "
                      f"({missing} on none): a search for it")
     if hop is not None and len(run.plan.subqueries) >= room:

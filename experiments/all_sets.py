@@ -1,0 +1,163 @@
+"""Every benchmark set at budgets 4 and 2, dag against single: run them, keep their summaries, write the table.
+
+    .venv/bin/python experiments/all_sets.py run              # eval.py on every set and budget, one at a time
+    .venv/bin/python experiments/all_sets.py run --sets hatch,black --budgets 4
+    .venv/bin/python experiments/all_sets.py table            # README's table from experiments/results/all-sets
+
+`run` calls eval.py once per set and budget (`--systems single,dag --concurrency 1`, its own --out under
+runs/all-sets/), then copies each summary with the commit it ran on to experiments/results/all-sets/, and
+rewrites the table in README.md between its markers. The table is never typed by hand: tests/test_all_sets.py
+fails when README.md and the result files disagree.
+
+The held-out set (`HELD_OUT`) is a documentation corpus whose questions were written before any rule was tuned and
+never looked at while tuning; it is run like the others and marked in the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+DATA = ROOT / "experiments" / "data"
+RESULTS = ROOT / "experiments" / "results" / "all-sets"
+README = ROOT / "README.md"
+START, END = "<!-- all-sets:start (experiments/all_sets.py table) -->", "<!-- all-sets:end -->"
+BUDGETS = (4, 2)
+HELD_OUT = "scikit-build-core"
+
+
+@dataclass(frozen=True)
+class BenchmarkSet:
+    name: str
+    data: Path
+    corpus: Path | None = None  # docs sets: the folder the evidence quotes
+
+    @property
+    def description(self) -> str:
+        return f"{self.name} docs" if self.corpus else self.name
+
+    def eval_args(self) -> list[str]:
+        args = ["--data", str(self.data)]
+        return args + (["--corpus", str(self.corpus)] if self.corpus else [])
+
+
+def _docs(name: str, questions: str) -> BenchmarkSet:
+    return BenchmarkSet(name, DATA / questions, DATA / "docs_corpus" / name / "docs")
+
+
+SETS = (
+    BenchmarkSet("hotpotqa", SHARED / "hotpotqa_dev.jsonl"),
+    BenchmarkSet("musique", SHARED / "musique_train_sample.jsonl"),
+    BenchmarkSet("2wiki", SHARED / "2wiki_dev_sample.jsonl"),
+    _docs("hatch", "docs_questions.jsonl"),
+    _docs("black", "docs_black_questions.jsonl"),
+    _docs("markdown", "docs_markdown_questions.jsonl"),
+    _docs(HELD_OUT, f"docs_{HELD_OUT}_questions.jsonl"),
+)
+BY_NAME = {s.name: s for s in SETS}
+
+
+def result_path(name: str, budget: int) -> Path:
+    return RESULTS / f"{name}-k{budget}.json"
+
+
+def commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "src"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return done.stdout.strip() + ("+uncommitted" if dirty else "") if done.returncode == 0 else "unknown"
+
+
+def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
+    """eval.py for one set and budget; returns its output folder (an unfinished run there is resumed)."""
+    out = out_root / f"{benchmark.name}-k{budget}"
+    command = [sys.executable, str(ROOT / "experiments" / "eval.py"), *benchmark.eval_args(),
+               "--systems", "single,dag", "--budget", str(budget), "--concurrency", "1", "--out", str(out),
+               "--index-dir", str(ROOT / ".dagrag" / f"eval-{benchmark.name}")]
+    print(f"== {benchmark.name} at budget {budget}: {' '.join(command[1:])}", flush=True)
+    subprocess.run(command, cwd=ROOT, check=True)
+    return out
+
+
+def _relative(value: object) -> object:
+    """A path under the project (or beside it, ../shared) as a relative path: result files name no machine's folders."""
+    if isinstance(value, str) and value.startswith("/"):
+        for base, shown in ((ROOT, "."), (ROOT.parent, "..")):
+            if Path(value).is_relative_to(base):
+                return str(Path(shown) / Path(value).relative_to(base))
+    return value
+
+
+def keep(benchmark: BenchmarkSet, budget: int, out: Path, ran_on: str) -> None:
+    """Copy a run's summary, with the commit and settings it ran with, to experiments/results/all-sets/."""
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    systems = {name: {key: value for key, value in stats.items() if key != "by_type"} | {
+        "by_type": {kind: {k: stats["by_type"][kind][k] for k in ("n", "recall", "joint_recall")}
+                    for kind in stats.get("by_type", {})}} for name, stats in summary["systems"].items()}
+    config = {key: _relative(value) for key, value in summary.get("config", {}).items()}
+    record = {"set": benchmark.name, "budget": budget, "commit": ran_on, "held_out": benchmark.name == HELD_OUT,
+              "config": config, "systems": systems}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    result_path(benchmark.name, budget).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def table() -> str:
+    """The Markdown table of every kept result: recall and joint recall, single against dag, per set and budget."""
+    rows = ["| set | questions | budget | single recall | dag recall | single joint | dag joint | dag − single "
+            "(joint) | commit |", "|---|---|---|---|---|---|---|---|---|"]
+    for benchmark in SETS:
+        for budget in BUDGETS:
+            path = result_path(benchmark.name, budget)
+            if not path.exists():
+                continue
+            record = json.loads(path.read_text(encoding="utf-8"))
+            single, dag = record["systems"]["single"], record["systems"]["dag"]
+            delta = dag["joint_recall"] - single["joint_recall"]
+            name = benchmark.description + (" (held out)" if record["held_out"] else "")
+            rows.append(f"| {name} | {dag['n']} | {budget} | {single['recall']:.3f} | {dag['recall']:.3f} | "
+                        f"{single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | {delta:+.3f} | "
+                        f"{record['commit']} |")
+    return "\n".join(rows)
+
+
+def with_table(document: str, rendered: str) -> str:
+    """The document with the block between the markers replaced by `rendered` (the markers must be present)."""
+    before, rest = document.split(START, 1)
+    _, after = rest.split(END, 1)
+    return f"{before}{START}\n{rendered}\n{END}{after}"
+
+
+def write_readme() -> None:
+    README.write_text(with_table(README.read_text(encoding="utf-8"), table()), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("run", "table"))
+    parser.add_argument("--sets", default=",".join(s.name for s in SETS),
+                        help=f"comma list of {', '.join(BY_NAME)}")
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="comma list of budgets")
+    parser.add_argument("--out", default=str(ROOT / "runs" / "all-sets"), help="where eval.py writes its runs")
+    args = parser.parse_args(argv)
+    if args.action == "run":
+        unknown = [name for name in args.sets.split(",") if name not in BY_NAME]
+        if unknown:
+            parser.error(f"--sets: unknown {', '.join(unknown)} (known: {', '.join(BY_NAME)})")
+        ran_on = commit()
+        for name in args.sets.split(","):
+            for budget in (int(b) for b in args.budgets.split(",")):
+                out = run_one(BY_NAME[name], budget, Path(args.out))
+                keep(BY_NAME[name], budget, out, ran_on)
+    write_readme()
+    print(table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
