@@ -1,0 +1,39 @@
+"""experiments/all_sets.py: the README's table of every benchmark set is generated from the result files."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "experiments"))
+
+import all_sets
+
+
+def test_the_readme_table_is_the_one_the_result_files_give():
+    document = all_sets.README.read_text(encoding="utf-8")
+    assert all_sets.START in document and all_sets.END in document
+    assert all_sets.with_table(document, all_sets.table()) == document, (
+        "README.md's table of all sets differs from experiments/results/all-sets: "
+        "run .venv/bin/python experiments/all_sets.py table")
+
+
+def test_every_set_and_budget_has_a_result_with_both_systems_and_the_commit_it_ran_on():
+    for benchmark in all_sets.SETS:
+        for budget in all_sets.BUDGETS:
+            record = json.loads(all_sets.result_path(benchmark.name, budget).read_text(encoding="utf-8"))
+            assert record["budget"] == budget and record["config"]["budget"] == budget
+            assert {"single", "dag"} <= set(record["systems"]) and record["commit"]
+            assert record["systems"]["dag"]["n"] == record["systems"]["single"]["n"] > 0
+
+
+def test_a_table_row_reads_its_numbers_from_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(all_sets, "RESULTS", tmp_path)
+    stats = {"n": 3, "recall": 0.5, "joint_recall": 0.25}
+    (tmp_path / "black-k4.json").write_text(json.dumps({
+        "set": "black", "budget": 4, "commit": "abc1234", "held_out": False, "config": {"budget": 4},
+        "systems": {"single": stats, "dag": {**stats, "joint_recall": 0.5}}}), encoding="utf-8")
+    rows = all_sets.table().splitlines()
+    assert rows[2:] == ["| black docs | 3 | 4 | 0.500 | 0.500 | 0.250 | 0.500 | +0.250 | abc1234 |"]
