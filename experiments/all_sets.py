@@ -6,8 +6,8 @@
 
 `run` calls eval.py once per set and budget (`--systems single,dag --concurrency 1`, its own --out under
 runs/all-sets/), then copies each summary with the commit it ran on to experiments/results/all-sets/, and
-rewrites the table in README.md between its markers. The table is never typed by hand: tests/test_all_sets.py
-fails when README.md and the result files disagree.
+rewrites the table in README.md between its markers and the picture beside the results (all-sets.png). The
+table is never typed by hand: tests/test_all_sets.py fails when README.md and the result files disagree.
 
 The held-out set (`HELD_OUT`) is a documentation corpus whose questions were written before any rule was tuned and
 never looked at while tuning; it is run like the others and marked in the table.
@@ -130,6 +130,41 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def records() -> list[dict]:
+    """Every kept result, in the table's order (sets as listed, budget 4 before 2)."""
+    return [json.loads(result_path(s.name, b).read_text(encoding="utf-8")) for s in SETS for b in BUDGETS
+            if result_path(s.name, b).exists()]
+
+
+def plot(path: Path) -> None:
+    """Joint recall of single and dag per set, one panel per budget, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kept = records()
+    figure, axes = plt.subplots(1, len(BUDGETS), figsize=(11, 4.2), sharey=True)
+    for axis, budget in zip(axes, BUDGETS):
+        rows = [r for r in kept if r["budget"] == budget]
+        names = [BY_NAME[r["set"]].description.replace(" (first 120)", "\n(first 120)").replace(" docs", "\ndocs")
+                 + ("\n(held out)" if r["held_out"] else "") for r in rows]
+        where = range(len(rows))
+        for offset, system, colour in ((-0.2, "single", "#9aa5b1"), (0.2, "dag", "#2f6fb0")):
+            values = [r["systems"][system]["joint_recall"] for r in rows]
+            axis.bar([x + offset for x in where], values, width=0.4, label=system, color=colour)
+        axis.set_xticks(list(where), names, fontsize=7, rotation=25, ha="right")
+        axis.set_title(f"budget {budget}")
+        axis.set_ylim(0, 1.05)
+        axis.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("joint recall (all gold evidence in the sources)")
+    axes[0].legend(loc="lower left")
+    figure.suptitle("dag against one search, every benchmark set (experiments/results/all-sets)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def with_table(document: str, rendered: str) -> str:
     """The document with the block between the markers replaced by `rendered` (the markers must be present)."""
     before, rest = document.split(START, 1)
@@ -139,6 +174,7 @@ def with_table(document: str, rendered: str) -> str:
 
 def write_readme() -> None:
     README.write_text(with_table(README.read_text(encoding="utf-8"), table()), encoding="utf-8")
+    plot(RESULTS / "all-sets.png")
 
 
 def main(argv: list[str] | None = None) -> int:
