@@ -111,29 +111,24 @@ def keep(benchmark: BenchmarkSet, budget: int, out: Path, ran_on: str) -> None:
     result_path(benchmark.name, budget).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
-def table() -> str:
-    """The Markdown table of every kept result: recall and joint recall, single against dag, per set and budget."""
-    rows = ["| set | questions | budget | single recall | dag recall | single joint | dag joint | dag − single "
-            "(joint) | commit |", "|---|---|---|---|---|---|---|---|---|"]
-    for benchmark in SETS:
-        for budget in BUDGETS:
-            path = result_path(benchmark.name, budget)
-            if not path.exists():
-                continue
-            record = json.loads(path.read_text(encoding="utf-8"))
-            single, dag = record["systems"]["single"], record["systems"]["dag"]
-            delta = dag["joint_recall"] - single["joint_recall"]
-            name = benchmark.description + (" (held out)" if record["held_out"] else "")
-            rows.append(f"| {name} | {dag['n']} | {budget} | {single['recall']:.3f} | {dag['recall']:.3f} | "
-                        f"{single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | {delta:+.3f} | "
-                        f"{record['commit']} |")
-    return "\n".join(rows)
-
-
 def records() -> list[dict]:
     """Every kept result, in the table's order (sets as listed, budget 4 before 2)."""
     return [json.loads(result_path(s.name, b).read_text(encoding="utf-8")) for s in SETS for b in BUDGETS
             if result_path(s.name, b).exists()]
+
+
+def table() -> str:
+    """The Markdown table of every kept result: recall and joint recall, single against dag, per set and budget."""
+    rows = ["| set | questions | budget | single recall | dag recall | single joint | dag joint | dag − single "
+            "(joint) | commit |", "|---|---|---|---|---|---|---|---|---|"]
+    for record in records():
+        single, dag = record["systems"]["single"], record["systems"]["dag"]
+        delta = dag["joint_recall"] - single["joint_recall"]
+        name = BY_NAME[record["set"]].description + (" (held out)" if record["held_out"] else "")
+        rows.append(f"| {name} | {dag['n']} | {record['budget']} | {single['recall']:.3f} | {dag['recall']:.3f} | "
+                    f"{single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | {delta:+.3f} | "
+                    f"{record['commit']} |")
+    return "\n".join(rows)
 
 
 def plot(path: Path) -> None:

@@ -358,7 +358,7 @@ def _comparison_by_form(question: str, language: Language) -> tuple[str, ...] | 
         groups = match.groupdict()
         if groups.get("items") is not None:
             listed = _listed_sides(groups["items"], language)
-            sides = [_side(item, language, open_end=item is listed[-1]) for item in listed]
+            sides = [_side(item, language, open_end=i == len(listed) - 1) for i, item in enumerate(listed)]
         else:
             sides = [_side(groups["a"], language, open_end=False), _side(groups["b"], language, open_end=True)]
         if len(sides) >= 2 and all(sides) and all(len(s.split()) <= language.max_side_words for s in sides) \

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import networkx as nx
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -116,8 +116,9 @@ class SubQuery(BaseModel):
     @field_validator("role", mode="before")
     @classmethod
     def _role(cls, value: Any) -> Any:
-        # Untrusted plans may carry anything here; `assign_roles` decides the role from the plan's shape anyway.
-        return value if value in ("question", "side", "hop", "step") else "step"
+        # Untrusted plans may carry anything here; `assign_roles` sets every role from the plan's shape (a planner's
+        # `side` is the one it keeps).
+        return value if value in get_args(Role) else "step"
 
 
 class Plan(BaseModel):
