@@ -1,6 +1,6 @@
 """Bridge hops, offline: from a parent's best passage to the searches its dependent child runs.
 
-"What position was held by the woman who portrayed Corliss Archer?" — hop 1 finds the film's page,
+"Which public office did the actress who played Nora Quill hold?" — hop 1 finds the film's page,
 which names the actress; hop 2 must ask about *her*. Without an LLM to read the passage, the child
 tries every named span of the parent's passage that the question does not already name (up to a
 limit), each joined with the question words the parent's passage does not explain. All of them are
@@ -8,8 +8,9 @@ searched as one batch; a candidate page titled by the span is preferred (wiki-st
 page per entity), and the cross-encoder picks the winner.
 
 Those keyword searches are what a dense and a sparse index match best, but a cross-encoder trained on questions
-reads them badly: "Somalia charge country located" scores Somalia's paragraph on its president 0.001. A hop's
-second try (`phrased_queries`) pairs each entity with the question's opening clause as written instead.
+reads them badly: a query like "Veloria charge country located" can score Veloria's paragraph on its president
+near zero (0.001 in one measured case). A hop's second try (`phrased_queries`) pairs each entity with the
+question's opening clause as written instead.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..core.names import CONNECTOR, NAME_WORD
 from ..core.plan import PARENT_REFERENCE
 from ..core.text import content_words
 
-# A quoted title, or a run of name words that connectors may join ("Kiss and Tell", "Battle of Belleau Wood").
+# A quoted title, or a run of name words that connectors may join ("Salt and Ember", "Siege of Harrow Vale").
 _NAMED_SPAN = re.compile(
     rf"\"([^\"]{{2,80}})\"|“([^”]{{2,80}})”|({NAME_WORD}(?:\s+(?:{CONNECTOR}\s+)*{NAME_WORD})*)")
 _LEADING_FUNCTION_WORD = re.compile(
@@ -32,11 +33,11 @@ _NOT_NAMES = frozenset(
     while however also born american british english french german italian spanish canadian australian
     january february march april may june july august september october november december""".split()
 )
-# Where one clause of a question ends and the next begins: "What part of the state, in which the character ...
-# is stuck, is Rochester in?" Each relative clause describes another thing of the chain.
+# Where one clause of a question ends and the next begins: "Which region of the country, in which the hero of
+# the novel ... is stranded, is Dunmere in?" Each relative clause describes another thing of the chain.
 CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:which|where|who|whom|whose|that|when|while)\b", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s?\b")
-# What a clause ends with once its names are gone ("Who was the writer of These Boots ... and" → "... writer of").
+# What a clause ends with once its names are gone ("Who wrote the lyrics of Paper Lanterns ... and" → "... lyrics of").
 _DANGLING = re.compile(r"(?:\s+(?:and|or|of|the|for|in|by|to|a|an))*[\s?.!'’]*$", re.IGNORECASE)
 _TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 # A fenced code block, closed by the same fence or by the end of the passage (a chunk may end inside one).
@@ -106,15 +107,15 @@ def clause_breaks(question: str) -> list[re.Match[str]]:
 
 
 def opening_clause(question: str) -> str:
-    """The question up to its first clause break, as written: what it asks ("Who was in charge of the state",
-    from "... of the state where Shringarpur is located?")."""
+    """The question up to its first clause break, as written: what it asks ("Who governed the province",
+    from "... the province where Tallowmere is located?")."""
     breaks = clause_breaks(question)
     return question[:breaks[0].start()].strip() if breaks else question.strip()
 
 
 def phrased_queries(parent_title: str, parent_passage: str, question: str, limit: int) -> list[BridgeQuery]:
     """One query per candidate bridge entity, each with the question's opening clause as written, less the
-    names the question gives ("Somalia Who was in charge of the country is located"): the names describe
+    names the question gives ("Veloria Who governed the country is located"): the names describe
     the hops before, and the entity stands in for them."""
     clause = opening_clause(question)
     wh_word = re.match(r"\W*\w+", clause)
@@ -127,22 +128,22 @@ def phrased_queries(parent_title: str, parent_passage: str, question: str, limit
 
 
 def title_words(title: str) -> set[str]:
-    """The content words of a page's title, its qualifier left out ("Hello Love (song)" → hello, love)."""
+    """The content words of a page's title, its qualifier left out ("Paper Lanterns (song)" → paper, lanterns)."""
     return set(content_words(_TITLE_QUALIFIER.sub("", title)))
 
 
 def page_of_entity(title: str, entity: str, question: str = "") -> bool:
-    """True when a page's title names nothing but the entity ("Somalia" for Somalia, "Shirley Temple" for
-    "17-year-old Shirley Temple"), not a page about more ("Margaret Sanger" for "Margaret"), nor one the question
-    itself names ("National Hockey League All-Star Game", for the entity "60th National Hockey League All-Star
-    Game": that is where the chain started, not where its hop leads)."""
+    """True when a page's title names nothing but the entity ("Veloria" for Veloria, "Lena Marwick" for
+    "17-year-old Lena Marwick"), not a page about more ("Margaret Hollis" for "Margaret"), nor one the question
+    itself names ("Northern Rowing League Cup Final", for the entity "60th Northern Rowing League Cup Final":
+    that is where the chain started, not where its hop leads)."""
     page_words = title_words(title)
     return (bool(page_words) and page_words <= set(content_words(entity))
             and not page_words <= set(content_words(question)))
 
 
 def titled_by(title: str, entity: str) -> bool:
-    """True when a page's title names the entity ("Shirley Temple" ~ "Shirley Temple Black")."""
+    """True when a page's title names the entity ("Lena Marwick" ~ "Lena Marwick Dale")."""
     page_words = title_words(title)
     entity_words = set(content_words(entity))
     return bool(page_words) and bool(entity_words) and (

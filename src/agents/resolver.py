@@ -1,7 +1,7 @@
 """ReferenceResolverAgent: fill a dependent subquery's `{sN}` from what its parents found.
 
-With an LLM: "{s1}'s government position" + s1's best passage ("... starring Shirley Temple as Corliss
-Archer") → "What government position did Shirley Temple hold?", one call per layer. Offline twin (and
+With an LLM: "{s1}'s public office" + s1's best passage ("... starring Lena Marwick as Nora Quill")
+→ "What public office did Lena Marwick hold?", one call per layer. Offline twin (and
 fallback when there is no LLM or the call fails): the bridge-entity searches beside it in `bridge.py`,
 one search per named span of the parent's passage; a subquery left with `{sN}` runs those.
 """

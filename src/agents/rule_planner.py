@@ -125,7 +125,7 @@ def _trailing_name(words: list[str]) -> list[str]:
     """The longest run of name-like words at the end."""
     reversed_run = _leading_name(list(reversed(words)))
     run = list(reversed(reversed_run))
-    # A connector cannot start a name ("of Ed Wood" -> "Ed Wood").
+    # A connector cannot start a name ("of Mara Vance" -> "Mara Vance").
     while run and is_connector(run[0]):
         run = run[1:]
     return run
@@ -157,8 +157,8 @@ def _up_to_clause(tail: str) -> str:
 
 
 def _listed_name(segment: str, *, opens: bool = False) -> str | None:
-    """A list item that is a name; in the segment that opens the question, past its opening words ("Were Ed
-    Wood", "Compare Hatch"). Between commas every word counts: "Which came first, A, B or C?"."""
+    """A list item that is a name; in the segment that opens the question, past its opening words ("Were Mara
+    Vance", "Compare Quillpack"). Between commas every word counts: "Which came first, A, B or C?"."""
     words = _past_opening_words(segment.split(), CONTRAST_WORDS) if opens else segment.split()
     if not words or _leading_name(words) != words or all(w.isdigit() for w in words):
         return None
@@ -206,19 +206,19 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
     head_words = head.split()
     if split_at >= 0:
         left = head[split_at + 1:]
-        if _leading_name(left.split()) != left.split():  # "... in June, 2011 a left-hand or ..."
+        if _leading_name(left.split()) != left.split():  # "... in May, 2009 a goalkeeper or ..."
             return None
         *earlier, before = head[:split_at].split(",")
         if head[split_at] == "," and ":" not in before and _listed_name(before, opens=not earlier) is not None:
             return None  # "X, Y or Z" that no cue made a comparison of a list: not a pair either
     elif head_words and head_words[0].lower() in AUXILIARIES:
-        # "Is the Marsilea or the Brabejum ...": everything between the verb and "or" must be the name.
+        # "Is the Velmora or the Tarrasine ...": everything between the verb and "or" must be the name.
         left_words = head_words[1:]
         if not left_words or _leading_name(left_words) != left_words:
             return None
         left = " ".join(left_words)
     elif any(w.lower().strip(",?") in COMPARISON_CUES | THAN_COMPARATIVES | SUPERLATIVES for w in body.split()):
-        # "Which genus has more species Eucryphia or Lepidozamia?": the name closes the head.
+        # "Which genus has more species Velmora or Tarrasine?": the name closes the head.
         left = " ".join(_trailing_name(head_words))
     else:
         return None
@@ -298,7 +298,7 @@ def _comparison_with_link(question: str) -> tuple[str, str] | None:
 
 
 def _comparison_with_versus(question: str) -> tuple[str, str] | None:
-    """"Hatch vs Poetry: which is faster?" / "Scott Derrickson versus Ed Wood: who directed more films?" """
+    """"Quillpack vs Stowbuild: which is faster?" / "Tomas Reyne versus Mara Vance: who directed more films?" """
     parts = _VERSUS.split(question.rstrip(" ?"), maxsplit=1)
     if len(parts) != 2:
         return None

@@ -65,7 +65,7 @@ ENGLISH = Language(
     ),
     side_ends=re.compile(
         r"\s*[?:;,]|\s+(?:for|to|in|when|if|with|on|at|because|so|which|that|while|regarding|about|"
-        r"and\s+(?:why|how|what|which|when))\b"),  # case-sensitive: "Hold On Me" is a name, " on " is not
+        r"and\s+(?:why|how|what|which|when))\b"),  # case-sensitive: "Lean On Tomorrow" is a name, " on " is not
     side_openers=frozenset("the a an my our your plain using".split()),
     side_closers=frozenset("itself alone".split()),
     list_joiners=("and", "or"),

@@ -4,18 +4,19 @@ One vocabulary for every such heuristic: the rule planner (the two entities of a
 subject of a turn for the history rewrite) scans whitespace-separated words; the bridge hop finds named
 spans in a passage with a regular expression. Both build on the same two facts:
 
-- a *name word* starts with a capital letter or a digit ("Ed", "Wood", "1945", "Émile");
-- a *connector* is a lower-case word that may join name words inside one name ("Letters to Cleo",
-  "Battle of Belleau Wood", "Leonardo da Vinci", "Kiss and Tell"), never start or end one.
+- a *name word* starts with a capital letter or a digit ("Mara", "Vance", "1945", "Émile");
+- a *connector* is a lower-case word that may join name words inside one name ("Echoes to Nowhere",
+  "Siege of Harrow Vale", "Leonardo da Vinci", "Salt and Ember"), never start or end one.
 """
 
 from __future__ import annotations
 
 import re
 
-# "to" also glues ranges in passages ("1945 to 1969", "London to Brighton"); it stays because comparison
-# questions need it ("Letters to Cleo or Screaming Trees"), and on HotpotQA dev it changed no bridge hop's
-# chance to name the second page (a merged range also frees a slot under the span limit).
+# "to" also glues ranges in passages ("1945 to 1969", "Ashford to Dunmere"); it stays because comparison
+# questions need it ("Echoes to Nowhere or Velvet Static"), and on the multi-hop benchmark sets
+# (ARCHITECTURE.md) it changed no bridge hop's chance to name the second page (a merged range also frees a slot
+# under the span limit).
 NAME_CONNECTORS = frozenset(
     """of the to for in on and & y de la le du del da di von van der den""".split()
 )

@@ -283,7 +283,7 @@ def _repeated_searches(subqueries: list[SubQuery]) -> set[str]:
     """Ids of subqueries that search exactly what an earlier one searches and that no subquery builds on, so
     dropping them loses nothing. The same text (case and spacing aside) is the same search: the parents whose
     findings it uses are named in it (`{s1}`), the others only order the searches. Small LLMs write the same
-    search three times ("Where is the country ... located?" as s2, s3 and s4)."""
+    search three times ("Which country is Dunmere in?" as s2, s3 and s4)."""
     named = {parent for sq in subqueries for parent in sq.parents}
     searched: set[str] = set()
     repeats: set[str] = set()
@@ -435,7 +435,7 @@ def assign_roles(plan: Plan) -> Plan:
     for sq in plan.subqueries:
         if parent_references(sq.text):
             role: Role = "hop"
-        elif sq.role == "side":  # a side may share every content word with the question ("For Against")
+        elif sq.role == "side":  # a side may share every content word with the question ("Over Under")
             role = "side"
         elif asked and content_words(sq.text) == asked:
             role = "question"

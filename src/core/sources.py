@@ -21,7 +21,7 @@ def passage_text(hit: NodeWithScore) -> str:
 
 def source_title(source: Source) -> str:
     """"Title > Section > Subsection" for a chunk of a structured document; the title alone when it has no section
-    (a HotpotQA paragraph, text before a document's first heading)."""
+    (a paragraph that has only a title, text before a document's first heading)."""
     title = str(source.metadata.get("title") or source.metadata.get("file_name") or source.node_id[:8])
     section = str(source.metadata.get("section") or "")
     return f"{title} > {section}" if section else title

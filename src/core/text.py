@@ -101,10 +101,10 @@ def split_sentences(text: str) -> list[str]:
     """Split prose into sentences, keeping citations like `[1]` with the sentence they close.
 
     NLTK's Punkt model finds the boundaries, so abbreviations and initials do not end a sentence
-    ("Edward Davis Wood Jr. (October 10, 1924 ...", "U.S. Army", "J. R. R. Tolkien"). Three corrections:
+    ("Marcus Ellery Vance Jr. (March 3, 1931 ...", "U.S. Army", "J. R. R. Tolkien"). Three corrections:
     a citation after the period ("... French. [1] He ...") moves back to the sentence it closes; a
     "sentence" that starts in lower case continues the previous one (an abbreviation Punkt does not know:
-    "Wigan Athletic F.C. and ...", "i.e. light welterweight"); and run-together initials that are not in
+    "Harwick Rovers F.C. and ...", "i.e. light welterweight"); and run-together initials that are not in
     Punkt's abbreviation list ("J.R.R. Tolkien", "A.R. Rahman") are a name, not a sentence end.
     """
     text = " ".join(text.split())

@@ -1,10 +1,9 @@
 """Bridge chains deeper than two hops, offline: after each hop, one more hop while the question still needs one.
 
 The rule planner's bridge plan is s1 = the question, s2 = `{s1} <the question>` (agents/rule_planner.py). A
-three- or four-hop question ("What is the main international airport in the birth place of the director of
-The Girl Who Kicked the Hornets' Nest?") needs a page neither of them reaches: s1 finds the film, s2 the
-director, and the airport's page is one more hop away. So when the last layer of such a chain has been
-searched (`next_hop`, asked by `schedule`):
+three- or four-hop question ("Which airport serves the birthplace of the director of Glass Harbor?") needs a
+page neither of them reaches: s1 finds the film, s2 the director, and the airport's page is one more hop away.
+So when the last layer of such a chain has been searched (`next_hop`, asked by `schedule`):
 
 - **a bridge hop** `s{n+1}` = `{sN} <the words still missing>` (parent: the last hop) when some content word
   of the question is on none of the chain's kept pages (each hop's best passage; first five letters match,
@@ -12,17 +11,17 @@ searched (`next_hop`, asked by `schedule`):
   left. It searches each named span of the last hop's best page joined with the missing words
   (agents/bridge.py), away from every ancestor's kept pages. A deeper hop moved the chain only if its best
   passage was found by one of those searches (`followed_parent`): a retry also tries the names of the last
-  hop's lower-ranked pages, which the chain did not reach, and their confident matches ("Jaap Blokker" after
-  Buyende's page) took the slot of a page the writer needed.
+  hop's lower-ranked pages, which the chain did not reach, and their confident matches ("Arno Kessel" after
+  Tallowmere's page) took the slot of a page the writer needed.
 - **a name search** `s{n+1}` = `<name> <the missing words of its clauses>` when the chain stopped moving but
-  the question names something whose words no kept page explains ("... is Rochester in?", "... where did
-  Germany have imperial interests?"): MuSiQue's questions name the last hop's own subject, and its page is then
+  the question names something whose words no kept page explains ("... is Dunmere in?", "... where did
+  Veloria have trading ports?"): multi-hop questions often name the last hop's own subject, and its page is then
   what is missing. The name is searched with the missing words of the question's opening clause (what is
   asked) and of its own clause (`name_search_words`), since the other clauses describe other hops. Each name
   is searched once. A hop that found the page of a name the question gives (a name search, or a deeper hop
   whose own words hold the name) starts the chain again from it (`restart_of`, `words_left`): the words of the
   name's clauses that no page found since holds are still to find, whatever the earlier pages, found about
-  other things, held ("Han Vodka" → "last olympics held country released", not "last released").
+  other things, held ("Corvask Gin" → "last tide regatta held country released", not "last released").
 - **stop** otherwise, or when the plan is full: at most SUBQUERY_MAX subqueries and no more than
   CONTEXT_BUDGET, since attribution hands the writer one passage per subquery and a hop whose best passage
   cannot reach the writer is wasted. A deeper hop (s3, s4, ...) that found nothing (uncovered) or explained
@@ -139,7 +138,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
         notes.append(f"{hop_id} added: {missing} on none of {pages}, and {last} explained {', '.join(gain)}: one "
                      f"more hop from {last}'s best page")
     elif left and name is not None:
-        # The chain stopped moving, but the question names something no kept page explains ("... is Rochester
+        # The chain stopped moving, but the question names something no kept page explains ("... is Dunmere
         # in?"): that thing's own page is missing, and a search for the name is what is left to try.
         rest = [w for w in name_search_words(question, name) if w in set(left)]
         hop = SubQuery(id=hop_id, text=" ".join([name, *rest]), parents=[last], hints=Hints(must_include=[name]),
@@ -168,7 +167,7 @@ def followed_parent(searched_text: str, searched_as: str | None, parent_best: No
     rewrite, or its own), the query behind its best passage (`run.searched_as`) and the parent's best passage.
 
     A retry also tries the entities of the parent's lower-ranked pages; a deeper hop's parent is a page the chain
-    reached, and its next pages are mostly ones no hop asked for ("Jaap Blokker" after Buyende's page), whose
+    reached, and its next pages are mostly ones no hop asked for ("Arno Kessel" after Tallowmere's page), whose
     confident match the chain does not lead to. True when there is nothing to judge: no query recorded, or a
     rewrite that names no parent any more (an LLM resolver read the parent and wrote its own search).
     """
@@ -188,10 +187,10 @@ def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], resta
     page (`restart`: that hop and the name, from `restart_of`), those of the name's clauses (`name_search_words`)
     on none of the pages found since, in the question's order.
 
-    Reaching the page of a name the question gives starts the chain again from it ("Han Vodka", after the first
-    hops found the 2018 Winter Olympics): what the earlier pages held was found about other things, and counting
-    it as explained left the hop from the named page "last released" to search with, not "last olympics held
-    country released".
+    Reaching the page of a name the question gives starts the chain again from it ("Corvask Gin", after the first
+    hops found the 2019 Tide Regatta): what the earlier pages held was found about other things, and counting
+    it as explained left the hop from the named page "last released" to search with, not "last tide regatta
+    held country released".
     """
     question = plan.query
     left = set(unexplained_words(question, [best[sq_id] for sq_id in chain if sq_id in best]))
@@ -207,7 +206,7 @@ def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], title
     """The chain's last hop after the first that searched a name the question gives and found a page (one in
     `best`), with that name; or None. Such a hop is a name search (the name in `Hints.must_include`, no `{sN}`),
     or a deeper hop whose own words hold the name and whose best page (`titles`) is the name's page ("{s2}
-    predated signmark" found Signmark's page). The generic s2 is never one: it searches the whole question."""
+    predated korvin" found Korvin's page). The generic s2 is never one: it searches the whole question."""
     hops = {sq.id: sq for sq in plan.subqueries}
     names = [POSSESSIVE.sub("", span) for span in named_spans(plan.query, "", NAME_SPANS_LIMIT)]
     for index in range(len(chain) - 1, 0, -1):
@@ -227,10 +226,11 @@ def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], title
 
 def name_search_words(question: str, name: str) -> list[str]:
     """The content words of `question` to search a name it gives with, the name's own words left out: those of
-    the question's opening clause (what is asked: "What part of the state") and of the clause that holds the
-    name ("..., is Rochester in?"), in the question's order; every content word but the name's when the name is
-    not in the question as written. Words of the other clauses describe other hops of the chain, and searched
-    with the name they pull its page down ("Rochester part character played actor" found no page)."""
+    the question's opening clause (what is asked: "Which region of the country") and of the clause that holds
+    the name ("..., is Dunmere in?"), in the question's order; every content word but the name's when the name
+    is not in the question as written. Words of the other clauses describe other hops of the chain, and searched
+    with the name they pull its page down (in "Dunmere region hero novel adapted" most words are about the
+    novel, not Dunmere)."""
     name_words = set(content_words(name))
     at = question.find(name)
     if at < 0:
@@ -253,7 +253,7 @@ def _free_id(plan: ExecutedPlan) -> str:
 
 def unexplained_name(question: str, left: list[str], *, searched: set[str] | frozenset[str] = frozenset()
                      ) -> str | None:
-    """The first name the question gives ("Rochester", "Hello Love") whose words are all among `left`, the words
+    """The first name the question gives ("Dunmere", "Paper Lanterns") whose words are all among `left`, the words
     no kept page explains, and that no hop has searched yet; a capitalised first word is a sentence opener
     ("Besides ..."), not a name."""
     missing = set(left)

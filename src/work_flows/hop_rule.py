@@ -2,8 +2,8 @@
 
 The rule planner turns every question that is not a comparison into a bridge: s1 searches the question,
 s2 = `{s1} <the question>` searches again about the entities s1's best page names. The second hop pays off
-when the question describes something s1's page only leads to ("the woman who portrayed Corliss Archer in
-Kiss and Tell" → the film's page names Shirley Temple → her page holds "Chief of Protocol"). When s1's own
+when the question describes something s1's page only leads to ("the actress who played Nora Quill in Salt
+and Ember" → the film's page names Lena Marwick → her page holds "Harbour Commissioner"). When s1's own
 passages already hold the answer, the hop only takes context budget away from them. So, for that generic
 bridge hop (`bridge_parent`), two rules, both off with BRIDGE_WHEN_NEEDED=false:
 
@@ -14,18 +14,18 @@ bridge hop (`bridge_parent`), two rules, both off with BRIDGE_WHEN_NEEDED=false:
    five letters ("environments" ~ "environment", "enabling" ~ "enable"), shorter words exactly. Then
    nothing is left for a hop to find: s2 is not searched, its report says `skipped` and why, the plan's
    notes say so, and the run becomes the single-query path (`path` "single"): the whole budget goes to
-   s1, exactly what one search hands the writer. A word left unexplained ("Chief of Protocol" is not on
-   the film's page, so "government" and "position" are not) means the hop runs as before. One document,
-   because words spread over unrelated pages are explained by accident: for "2014 S/S is the debut album
-   of a South Korean boy group that was formed by who?" the album's page and another band's page hold
+   s1, exactly what one search hands the writer. A word left unexplained ("Harbour Commissioner" is not
+   on the film's page, so "public" and "office" are not) means the hop runs as before. One document,
+   because words spread over unrelated pages are explained by accident: for "Neon Tides is the debut album
+   of a Danish girl group that was formed by whom?" the album's page and another band's page can hold
    every word between them, and the hop to the group's own page is still needed. A question that needs
    two documents is what the hop is for.
 2. **An uncovered hop hands over nothing** (`passages_handed_over`). A hop whose best passage is still under
    COVERAGE_MIN_SCORE after the critic's retry found no page about anything s1 names; its slots go to s1's
    next best passages, the single path's, instead of to its noise. A covered hop keeps its share as before.
 
-Measured on the Hatch docs benchmark (78 questions, budget 4), HotpotQA's shared dev set (485 questions,
-budgets 2 and 4) and a MuSiQue sample: ARCHITECTURE.md, "A bridge hop only when the question needs one".
+Measured on the benchmark sets (a documentation set and multi-hop QA sets, budgets 2 and 4): ARCHITECTURE.md,
+"A bridge hop only when the question needs one".
 
 Why only the generic hop: its parent searched the question itself, so the parent's ranking *is* the
 single-query path's, and giving the hop's share back to it yields exactly what one search would have handed

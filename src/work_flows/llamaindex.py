@@ -1,7 +1,7 @@
 """A QueryWorkflow where LlamaIndex expects a query engine or an agent tool.
 
     engine = as_query_engine(workflow)        # or workflow.as_query_engine()
-    response = await engine.aquery("Were Scott Derrickson and Ed Wood of the same nationality?")
+    response = await engine.aquery("Were Tomas Reyne and Mara Vance born in the same country?")
     response.response                         # the cited answer; [n] is response.source_nodes[n-1]
     response.metadata["plan"], ["retrieval_confidence"], ["coverage"], ["verification"], ["degradations"]
 

@@ -101,7 +101,7 @@ def pool_candidates(
 
     Priority is the search score, lifted by `title_boost` when the page is titled by the variant's entity. A
     phrased variant (one that rescores) keeps only the entity's own page (`page_of_entity`; none the `question`
-    names): "... What is the usual average snowfall in the city" matches every city's snowfall, and the entity's
+    names): "... What is the average yearly rainfall in the city" matches every city's rainfall, and the entity's
     page is what it asks about.
     """
     best: dict[str, PooledCandidate] = {}
