@@ -2,8 +2,8 @@
 
 LLM version: the answer in a few words ("Answer: …"), then grounded sentences written from fenced
 sources. Offline twin (and fallback): extractive —
-the source sentences that best answer the question and each subquery, scored by the cross-encoder
-in one batch, each cited.
+the source sentences that best answer the question and each subquery, each read after its document's
+title and scored by the cross-encoder in one batch, each cited.
 """
 
 from __future__ import annotations
@@ -57,11 +57,19 @@ def quoted_sentences(text: str) -> list[str]:
     return [sentence for sentence in stripped if sentence]
 
 
+def in_context(sentence: str, title: str) -> str:
+    """A sentence as the cross-encoder reads it: after its document's title, unless it already names it. A
+    sentence alone often says "It"/"Its county seat is ..." about the thing its page is about, and scored alone
+    it reads as being about nothing."""
+    return f"{title}: {sentence}" if title and title.lower() not in sentence.lower() else sentence
+
+
 @dataclass(frozen=True)
 class _Candidate:
     source_number: int
     position: int
     sentence: str
+    in_context: str  # what is scored: the sentence after its document's title
 
 
 class WriterAgent:
@@ -111,12 +119,12 @@ class WriterAgent:
 
     async def _extractive(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> str:
         candidates = [
-            _Candidate(n, position, sentence)
+            _Candidate(n, position, sentence, in_context(sentence, str(source.metadata.get("title") or "")))
             for n, source in enumerate(sources, start=1)
             for position, sentence in enumerate(quoted_sentences(source.text))
         ]
         subquery_text = {sq.id: sq.text for sq in plan.subqueries}
-        pairs = [(question, c.sentence) for c in candidates]
+        pairs = [(question, c.in_context) for c in candidates]
         # Each subquery speaks through its own best document: the first source that lists it.
         best_source = {}
         for n, source in enumerate(sources, start=1):
@@ -128,7 +136,7 @@ class WriterAgent:
             for sq_id in sources[c.source_number - 1].subquery_ids
             if best_source[sq_id] == c.source_number and sq_id in subquery_text and subquery_text[sq_id] != question
         ]
-        scores = await self.reranker.ascore(pairs + [(subquery_text[s], candidates[i].sentence)
+        scores = await self.reranker.ascore(pairs + [(subquery_text[s], candidates[i].in_context)
                                                      for i, s in subquery_pairs])
         question_score = scores[: len(candidates)]
         best_for: dict[str, tuple[float, int]] = {}
