@@ -39,7 +39,14 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_data import DataFormatError, Example, decomposition_plan, load_examples
+from eval_data import (
+    OUT_OF_COLLECTION,
+    DataFormatError,
+    Example,
+    decomposition_plan,
+    load_examples,
+    load_out_of_collection,
+)
 from eval_docs import docs_corpus, docs_corpus_folder
 from eval_metrics import (
     answer_match,
@@ -58,8 +65,8 @@ from dagrag.store import open_vector_store
 
 SYSTEMS = ("single", "dag", "oracle", "subq", "dag-rule")
 DAGRAG_SYSTEMS = ("single", "dag", "oracle", "dag-rule")  # the ones with a plan and checked citations
-METRICS = ("em", "f1", "concise", "match", "recall", "joint_recall", "passages_per_question", "context_tokens",
-           "coverage_ratio", "support_rate", "llm_calls", "llm_tokens")
+METRICS = ("em", "f1", "concise", "match", "abstained", "recall", "joint_recall", "passages_per_question",
+           "context_tokens", "coverage_ratio", "support_rate", "llm_calls", "llm_tokens")
 SUMMARY_KEYS = (*METRICS, "latency_p50_s", "latency_p95_s", "n", "failures")
 PLAN_ORIGINS = tuple(origin.value for origin in PlanOrigin)
 ROWS_FILE, RUN_FILE = "per_question.jsonl", "run.json"
@@ -153,7 +160,7 @@ def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: To
                         "support_rate": result.verification.support_rate or 0.0,
                         "llm_calls": result.llm_calls.count,
                         "llm_tokens": (result.llm_calls.prompt_tokens or 0) + (result.llm_calls.completion_tokens or 0),
-                        "latency_s": seconds,
+                        "latency_s": seconds, "abstained": float(result.abstained),
                     }, concise=result.concise_answer)
     citations = citation_counts(result)
     return {"plan": result.plan.model_dump(mode="json"), "plan_origin": PlanOrigin(result.plan.origin).value,
@@ -227,7 +234,7 @@ def subq_row(example: Example, response: Any, seconds: float, calls: int, llm_to
     metrics = score(example, str(response), [n.node.node_id for n in retrieved],
                     [n.node.get_content() for n in retrieved], tokens,
                     {"coverage_ratio": 0.0, "support_rate": 0.0, "llm_calls": calls, "llm_tokens": llm_tokens,
-                     "latency_s": seconds})
+                     "latency_s": seconds, "abstained": 0.0})
     return {"answer": str(response), "sources": [{"title": n.node.metadata.get("title")} for n in retrieved],
             "metrics": metrics}
 
@@ -267,7 +274,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in items:
             by_type[row["type"]].append(row)
-        systems[name] = {**block(items), **telemetry(name, items),
+        # Out-of-collection questions have no gold to score: their own type shows how often they abstain.
+        answerable = [r for r in items if r["type"] != OUT_OF_COLLECTION]
+        systems[name] = {**block(answerable), **telemetry(name, answerable),
                          "by_type": {t: block(v) for t, v in sorted(by_type.items())}}
     return systems
 
@@ -285,8 +294,9 @@ def telemetry(name: str, items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def markdown_table(systems: dict[str, Any]) -> str:
-    columns = ("n", "failures", "em", "f1", "concise", "match", "recall", "joint_recall", "passages_per_question",
-               "context_tokens", "coverage_ratio", "support_rate", "llm_calls", "latency_p50_s", "latency_p95_s")
+    columns = ("n", "failures", "em", "f1", "concise", "match", "abstained", "recall", "joint_recall",
+               "passages_per_question", "context_tokens", "coverage_ratio", "support_rate", "llm_calls",
+               "latency_p50_s", "latency_p95_s")
     lines = ["| system | type | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
     for name, summary in systems.items():
         for type_name, block in [("all", summary), *summary["by_type"].items()]:
@@ -379,7 +389,8 @@ def questions_heading(answered: int, selected: int) -> str:
 def run_config(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return {"data": str(args.data), "data_sha256": hashlib.sha256(Path(args.data).read_bytes()).hexdigest(),
             "corpus": str(args.corpus) if args.corpus else None, "limit": args.limit, "seed": args.seed,
-            "per_type": args.per_type, "budget": args.budget, "llm": settings.llm}
+            "per_type": args.per_type, "budget": args.budget, "llm": settings.llm,
+            **({"out_of_collection": str(args.out_of_collection)} if args.out_of_collection else {})}
 
 
 def config_mismatches(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -491,7 +502,9 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     # Question by question, every system in turn: a run stopped half-way has compared the systems on the
     # same questions, not finished one system and never started the next.
     # A shard answers every N-th question; the corpus stays the whole set's, so its rows equal the unsharded run's.
-    asked = examples if args.shard is None else examples[args.shard[0] - 1::args.shard[1]]
+    # Out-of-collection questions are asked against the same collection and add nothing to it.
+    everything = examples + (load_out_of_collection(Path(args.out_of_collection)) if args.out_of_collection else [])
+    asked = everything if args.shard is None else everything[args.shard[0] - 1::args.shard[1]]
     for example in asked:
         for name in (s for s in systems if s not in skipped):
             if name == "oracle" and not example.decomposition:
@@ -608,6 +621,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=None, help="shuffle the questions with this seed first")
     parser.add_argument("--per-type", type=int, default=None,
                         help="at most N questions of each type (after --seed shuffling, before --limit)")
+    parser.add_argument("--out-of-collection", default=None,
+                        help="JSONL of questions the collection does not answer ({question} per line), asked too: "
+                        "their type's `abstained` is how often each system said so")
     parser.add_argument("--systems", default="single,dag,oracle,subq", help=f"comma list of {', '.join(SYSTEMS)}")
     parser.add_argument("--budget", type=int, default=4, help="most passages any system hands its writer")
     parser.add_argument("--concurrency", type=int, default=4, help="questions in flight")

@@ -135,6 +135,31 @@ def _pick_parser(record: dict[str, Any]):
     return _from_shared
 
 
+OUT_OF_COLLECTION = "out-of-collection"
+
+
+def load_out_of_collection(path: Path) -> list[Example]:
+    """Questions no benchmark collection answers ({question, kind?, split?} per line), as examples of type
+    "out-of-collection": no gold answer, no paragraphs (they add nothing to a pooled corpus); scored by whether the
+    answer abstains."""
+    if not path.exists():
+        raise DataFormatError(f"{path}: no such file")
+    examples = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+        question = record.get("question") if isinstance(record, dict) else None
+        if not isinstance(question, str) or not question.strip():
+            raise DataFormatError(f"{path}:{number}: 'question' must be a non-empty string")
+        examples.append(Example(id=f"ooc-{number}", question=question, answers=[], type=OUT_OF_COLLECTION,
+                                paragraphs=[], extra={k: v for k, v in record.items() if k != "question"}))
+    return examples
+
+
 def load_examples(path: Path, *, limit: int | None = None, seed: int | None = None,
                   per_type: int | None = None) -> list[Example]:
     """Every example in the file (format detected), optionally shuffled by `seed`, then at most `per_type` of

@@ -98,6 +98,8 @@ def render(result: QueryResult) -> None:
         plan.add(f"[yellow]re-searched after verification:[/] {', '.join(result.backtracked_subqueries)}")
     if result.partial:
         plan.add(f"[red]partial result:[/] {result.partial_reason}")
+    if result.abstained:
+        plan.add(f"[yellow]abstained:[/] {escape(result.abstain_reason or '')}")
     for note in result.plan.notes:
         plan.add(f"[yellow]note:[/] {note}")
     out.print(plan)

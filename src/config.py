@@ -119,6 +119,10 @@ class Settings(BaseSettings):
         0.1, ge=0, le=1, description="Reranker probability above which a subquery counts as covered."
     )
     high_confidence_score: float = Field(0.5, ge=0, le=1)
+    abstain_below: float = Field(
+        0.1, ge=0, le=1, description="The answer says the collection does not answer the question when no kept "
+        "passage, nor any of its sentences, scores this much against the question (cross-encoder probability); "
+        "0 = never abstain.")
 
     # --- multi-hop (bridge) questions -------------------------------------------------------------
     planner_bridge: bool = Field(

@@ -72,7 +72,8 @@ def fingerprint(result) -> dict:
 
 @pytest.mark.slow
 async def test_fifty_concurrent_runs_on_one_instance_each_get_their_own_result(make_workflow):
-    workflow = make_workflow(subquery_topk_base=2)  # isolation is the point, not depth: fewer pairs to score
+    # isolation is the point, not depth: fewer pairs to score, and every run writes (no abstaining)
+    workflow = make_workflow(subquery_topk_base=2, abstain_below=0.0)
     workflow.writer.client = workflow.verifier.client = LLMClient(ScriptedLLM(
         replies={"writer": echo_writer, "verifier": echo_verifier}))
     questions = fifty_questions()

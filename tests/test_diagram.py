@@ -109,7 +109,7 @@ def test_draw_writes_a_page_that_names_every_step(tmp_path: Path, capsys):
     assert main(["draw", "--out", str(out)]) == 0
     page = out.read_text(encoding="utf-8")
     steps = sorted(get_steps_from_class(QueryWorkflow))  # the steps as the workflow itself registers them
-    assert steps == ["backtrack", "critique", "plan", "schedule", "search_layer", "verify", "write"]
+    assert steps == ["backtrack", "critique", "judge", "plan", "schedule", "search_layer", "verify", "write"]
     for name in [*steps, "QueryStarted", "LayerQueued", "RetryQueued", "BacktrackQueued", "StopEvent"]:
         assert f'"label": "{name}"' in page, name
     # The page loads its graph library from beside it, so it opens without a network.
@@ -121,7 +121,8 @@ def test_draw_writes_a_page_that_names_every_step(tmp_path: Path, capsys):
     assert mermaid.startswith("flowchart TD")
     for name in steps:
         assert f'step_{name}["{name}"]' in mermaid
-    assert "event_EvidenceGathered --> step_write" in mermaid and "classDef toolStyle" not in mermaid
+    assert "event_EvidenceGathered --> step_judge" in mermaid and "event_EvidenceJudged --> step_write" in mermaid
+    assert "classDef toolStyle" not in mermaid
 
 
 def test_the_workflow_picture_in_architecture_md_matches_the_code():

@@ -86,6 +86,8 @@ async def test_when_every_search_fails_the_answer_says_nothing_was_found(make_wo
     result = await run(workflow)
     assert [r.status for r in result.subqueries] == ["failed", "failed"]
     assert result.sources == [] and result.answer == NO_EVIDENCE_ANSWER
+    assert result.abstained and result.abstain_reason == "no passage was found"
+    assert result.abstained and result.abstain_reason == "no passage was found"
     assert result.retrieval_confidence == "low" and result.retrieval_confidence_features["coverage_ratio"] == 0.0
 
 
@@ -97,10 +99,12 @@ async def test_a_failing_cross_encoder_keeps_the_dense_order_and_every_agent_say
     workflow.reranker = workflow.writer.reranker = workflow.verifier.reranker = broken
     result = await run(workflow)
 
-    assert broken.calls >= 2  # search and writer each tried it
+    assert broken.calls >= 3  # search, the abstain check and the writer each tried it
     # The lead sentences are copied from their sources: the verifier settles them by words, without the model.
     assert [(d.agent, d.fallback) for d in result.degradations] == [
-        ("reranker", "dense order kept"), ("writer", "lead sentence of each source")]
+        ("reranker", "dense order kept"), ("answerability", "no abstain check"),
+        ("writer", "lead sentence of each source")]
+    assert not result.abstained
     assert result.verification.support_rate == 1.0
     # A sentence the words do not settle needs the model; without it the verifier judges by words and says so.
     ledger = RunLedger()
@@ -140,6 +144,7 @@ async def test_a_search_slower_than_the_deadline_ends_with_a_partial_result(make
     assert result.partial and "search" in result.partial_reason
     assert [r.status for r in result.subqueries] == ["skipped", "skipped"]
     assert result.sources == [] and result.answer == NO_EVIDENCE_ANSWER
+    assert result.abstained and result.abstain_reason == "no passage was found"
     assert result.retrieval_confidence == "low"
 
 

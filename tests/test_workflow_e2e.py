@@ -48,13 +48,16 @@ async def test_result_fields_are_complete_and_consistent(make_workflow):
     assert result.retrieval_confidence in {"high", "mid", "low"}
     assert 0 < len(result.sources) <= Settings().context_budget
     assert all(s.subquery_id in {"s1", "s2"} and s.rank_in_subquery >= 1 and 0 <= s.score <= 1 for s in result.sources)
-    assert {"plan_s", "search_s", "rerank_s", "write_s", "verify_s", "total_s"} <= set(result.timings)
+    assert {"plan_s", "search_s", "rerank_s", "judge_s", "write_s", "verify_s", "total_s"} <= set(result.timings)
+    assert not result.abstained and result.abstain_reason is None
     assert result.llm_calls.count == 0
     # The extractive answer cites the sources it was built from, and the verifier checks each sentence.
     assert result.verification.sentences and result.verification.method == "lexical+cross-encoder"
     for check in result.verification.sentences:
         assert check.citations and all(1 <= n <= len(result.sources) for n in check.citations)
-        assert check.supported and check.sentence.split(" [")[0] in result.sources[check.supporting_source - 1].text
+        source = result.sources[check.supporting_source - 1]
+        quoted = check.sentence.split(" [")[0].removeprefix(f"{source.metadata['title']}: ")  # "Title: It ..."
+        assert check.supported and quoted in source.text
     assert result.model_dump(mode="json")["plan"]["origin"] == "offline"
 
 

@@ -33,9 +33,9 @@ def test_a_sentence_is_read_after_its_documents_title() -> None:
 
 def test_the_answering_sentence_is_quoted_though_it_names_its_page_only_as_its(reranker) -> None:
     # Alone, "Its county seat is Harrowgate." is about nothing and scores under the page's other sentences;
-    # read after its page's title it is the answer.
+    # read after its page's title it is the answer, and it is quoted so.
     writer = WriterAgent(reranker, max_sentences=2)
     sources = [source(1, "Brenton County", COUNTY_PAGE), source(2, "County seats of Vellmark", OTHER_PAGE)]
     answer = asyncio.run(writer.awrite(QUESTION, one_search_plan(QUESTION), sources, RunLedger()))
-    assert "Its county seat is Harrowgate. [1]" in answer.text
+    assert "Brenton County: Its county seat is Harrowgate. [1]" in answer.text
     assert "[2]" not in answer.text

@@ -157,8 +157,10 @@ def progress_line(name: str, data: dict[str, Any]) -> str | None:
 
 
 def summary(result: dict[str, Any]) -> str:
-    """The last status line: how many sources, coverage and confidence."""
+    """The last status line: how many sources, coverage and confidence; that it abstained, when it did."""
     features = result.get("retrieval_confidence_features") or {}
+    if result.get("abstained"):
+        return f"the collection does not answer this · {len(result.get('sources') or [])} closest sources cited"
     line = (f"{len(result.get('sources') or [])} sources · {int(features.get('covered_count', 0))}/"
             f"{int(features.get('subquery_count', 0))} subqueries covered · confidence "
             f"{result.get('retrieval_confidence', '?')}")

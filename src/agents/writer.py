@@ -3,7 +3,8 @@
 LLM version: the answer in a few words ("Answer: …"), then grounded sentences written from fenced
 sources. Offline twin (and fallback): extractive —
 the source sentences that best answer the question and each subquery, each read after its document's
-title and scored by the cross-encoder in one batch, each cited.
+title ("Brenton County: Its county seat is ...") and scored by the cross-encoder in one batch, each quoted so
+and cited.
 """
 
 from __future__ import annotations
@@ -58,9 +59,9 @@ def quoted_sentences(text: str) -> list[str]:
 
 
 def in_context(sentence: str, title: str) -> str:
-    """A sentence as the cross-encoder reads it: after its document's title, unless it already names it. A
-    sentence alone often says "It"/"Its county seat is ..." about the thing its page is about, and scored alone
-    it reads as being about nothing."""
+    """A sentence as the cross-encoder reads it and the answer quotes it: after its document's title, unless it
+    already names it. A sentence alone often says "It"/"Its county seat is ..." about the thing its page is
+    about; scored alone it reads as being about nothing, and quoted alone the reader cannot tell what "It" is."""
     return f"{title}: {sentence}" if title and title.lower() not in sentence.lower() else sentence
 
 
@@ -159,4 +160,5 @@ class WriterAgent:
                 chosen.append(index)
         chosen = chosen[: self.max_sentences]
         chosen.sort(key=lambda i: (candidates[i].source_number, candidates[i].position))
-        return " ".join(f"{candidates[i].sentence} [{candidates[i].source_number}]" for i in chosen)
+        # Quoted as scored: "Brenton County: Its county seat is Harrowgate." says what "Its" is about.
+        return " ".join(f"{candidates[i].in_context} [{candidates[i].source_number}]" for i in chosen)

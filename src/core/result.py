@@ -98,6 +98,8 @@ class WrittenAnswer(BaseModel):
 
     text: str
     concise: str | None = None
+    abstain_reason: str | None = Field(
+        None, description="Set when the answer says the collection does not answer the question, and why.")
 
 
 class QueryResult(BaseModel):
@@ -118,6 +120,9 @@ class QueryResult(BaseModel):
     path: Literal["dag", "single"] = "dag"
     backtracked_subqueries: list[str] = Field(
         default_factory=list, description="Subqueries searched again because the answer's sentences on them failed.")
+    abstained: bool = Field(
+        False, description="No kept passage answers the question: the answer says so and names the closest sources.")
+    abstain_reason: str | None = None
     partial: bool = Field(False, description="The query deadline passed: this is what was found by then.")
     partial_reason: str | None = None
 

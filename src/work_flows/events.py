@@ -72,6 +72,13 @@ class EvidenceGathered(Event):
     sources: list[Source]
 
 
+class EvidenceJudged(Event):
+    """The kept passages answer the question well enough to write from (answerability.py)."""
+
+    run: QueryRun
+    sources: list[Source]
+
+
 class AnswerDrafted(Event):
     run: QueryRun
     sources: list[Source]

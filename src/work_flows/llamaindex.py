@@ -3,7 +3,8 @@
     engine = as_query_engine(workflow)        # or workflow.as_query_engine()
     response = await engine.aquery("Were Tomas Reyne and Mara Vance born in the same country?")
     response.response                         # the cited answer; [n] is response.source_nodes[n-1]
-    response.metadata["plan"], ["retrieval_confidence"], ["coverage"], ["verification"], ["degradations"]
+    response.metadata["plan"], ["retrieval_confidence"], ["coverage"], ["verification"], ["degradations"],
+    ["abstained"] (no kept passage answers: the answer says so), ["abstain_reason"]
 
     tool = as_tool(workflow, name="dagrag")   # or workflow.as_tool(...): FunctionAgent / ReActAgent tools
 
@@ -55,6 +56,8 @@ def response_of(result: QueryResult) -> Response:
         "verification": result.verification.model_dump(mode="json"),
         "degradations": [d.model_dump(mode="json") for d in result.degradations],
         "path": result.path,
+        "abstained": result.abstained,
+        "abstain_reason": result.abstain_reason,
         "partial": result.partial,
         "partial_reason": result.partial_reason,
         "timings": dict(result.timings),
@@ -100,6 +103,9 @@ def tool_text(response: Response) -> str:
                      f"score {hit.score or 0.0:.2f}): {passage}")
     if len(lines) == 3:
         lines.append("(none: the collection had nothing on this question)")
+    if (response.metadata or {}).get("abstained"):
+        lines += ["", "The collection does not answer this question; the sources above are only the closest "
+                  "passages."]
     confidence = (response.metadata or {}).get("retrieval_confidence")
     if confidence:
         lines += ["", f"Retrieval confidence: {confidence}."]

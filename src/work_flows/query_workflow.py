@@ -3,8 +3,10 @@
     QueryStarted --plan--> PlanReady --schedule--> LayerQueued --search_layer--> LayerSearched --critique-->
         RetryQueued --search_layer--> LayerSearched (weak, uncovered or failed subqueries; SUBQUERY_MAX_ITERS)
         LayerAccepted --schedule--> LayerQueued (next layer, or a deeper bridge hop) | EvidenceGathered (none left)
-    EvidenceGathered --write--> AnswerDrafted --verify--> StopEvent(result=QueryResult)
-                                                      \\--> BacktrackQueued --backtrack--> EvidenceGathered (once)
+    EvidenceGathered --judge--> EvidenceJudged --write--> AnswerDrafted --verify--> StopEvent(result=QueryResult)
+                                                                          \\--> BacktrackQueued --backtrack-->
+                                                                               EvidenceGathered (once)
+                     \\--judge--> AnswerDrafted (no kept passage answers: the answer abstains) --verify--> StopEvent
 
 Streamed for progress (small summaries, progress.py): PlanChosen, LayerStarted, SubqueryDone, LayerDone,
 HopAdded (a deeper bridge hop joined the plan), AnswerWritten, VerificationDone.
@@ -24,18 +26,21 @@ from workflows import Context, Workflow, step
 from workflows.events import StopEvent
 
 from ..agents.resolver import ReferenceResolverAgent
+from ..agents.writer import in_context, quoted_sentences
 from ..config import Settings
 from ..core.inputs import check_history, check_question
 from ..core.plan import SubQuery, parent_references
-from ..core.result import RunLedger, Verification, WrittenAnswer
+from ..core.result import RunLedger, Source, Verification, WrittenAnswer
 from ..core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
 from ..core.search import SearchHits
 from ..core.sources import passage_text
+from .answerability import abstain_reason, abstention_text, answer_score
 from .deeper_hops import apply_deepening, next_hop
 from .events import (
     AnswerDrafted,
     BacktrackQueued,
     EvidenceGathered,
+    EvidenceJudged,
     LayerAccepted,
     LayerQueued,
     LayerSearched,
@@ -194,7 +199,18 @@ class QueryWorkflow(Workflow):
         return LayerAccepted(run=run, layer_index=ev.layer_index)
 
     @step
-    async def write(self, ctx: Context, ev: EvidenceGathered) -> AnswerDrafted:
+    async def judge(self, ev: EvidenceGathered) -> EvidenceJudged | AnswerDrafted:
+        """Abstain when no kept passage answers the question (answerability.py); else go on to write."""
+        started = time.perf_counter()
+        reason = await self._abstain_reason(ev.run, ev.sources)
+        ev.run.add_time("judge_s", time.perf_counter() - started)
+        if reason is None:
+            return EvidenceJudged(run=ev.run, sources=ev.sources)
+        return AnswerDrafted(run=ev.run, sources=ev.sources,
+                             answer=WrittenAnswer(text=abstention_text(ev.sources), abstain_reason=reason))
+
+    @step
+    async def write(self, ctx: Context, ev: EvidenceJudged) -> AnswerDrafted:
         started = time.perf_counter()
         run = ev.run
         answer = await before_deadline(run.deadline, self.writer.awrite(run.plan.query, run.plan, ev.sources,
@@ -210,6 +226,10 @@ class QueryWorkflow(Workflow):
     @step
     async def verify(self, ctx: Context, ev: AnswerDrafted) -> StopEvent | BacktrackQueued:
         run = ev.run
+        if ev.answer.abstain_reason is not None:  # nothing was claimed, so nothing to verify or search again
+            run.add_time("total_s", time.perf_counter() - run.started_at)
+            return StopEvent(result=build_result(self.policy, run, ev.answer, ev.sources,
+                                                 Verification(method="none: the answer abstained")))
         started = time.perf_counter()
         verification = await before_deadline(run.deadline,
                                              self.verifier.averify(ev.answer.text, ev.sources, run.ledger))
@@ -256,6 +276,31 @@ class QueryWorkflow(Workflow):
             return False
         ctx.write_event_to_stream(HopAdded.of(run, deepening.hop.id))
         return True
+
+    async def _abstain_reason(self, run: QueryRun, sources: list[Source]) -> str | None:
+        """Score the question against each kept passage and its sentences; why to abstain, or None. A run out of
+        time, or a failing cross-encoder, does not abstain: the writer's own fallbacks take over."""
+        if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval:
+            return None
+        if not sources:
+            return abstain_reason(answer_score([], []), threshold=self.policy.abstain_below)
+        hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
+        passages = [passage_text(hits[s.node_id]) if s.node_id in hits else s.text for s in sources]
+        sentences = [[in_context(sentence, str(s.metadata.get("title") or "")) for sentence in quoted_sentences(s.text)]
+                     for s in sources]
+        pairs = [(run.plan.query, text) for text in [*passages, *(t for own in sentences for t in own)]]
+        try:
+            scores = await before_deadline(run.deadline, self.reranker.ascore(pairs))
+        except Exception as error:
+            run.ledger.degrade("answerability", f"{type(error).__name__}: {str(error)[:300]}", "no abstain check")
+            return None
+        if scores is None:
+            return None
+        cuts = [len(passages)]
+        for own in sentences:
+            cuts.append(cuts[-1] + len(own))
+        per_source = [scores[cuts[i]:cuts[i + 1]] for i in range(len(sources))]
+        return abstain_reason(answer_score(scores[: len(passages)], per_source), threshold=self.policy.abstain_below)
 
     def _evidence(self, run: QueryRun) -> EvidenceGathered:
         sources = select_sources(run.plan, passages_handed_over(self.policy, run),

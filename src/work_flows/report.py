@@ -86,6 +86,7 @@ def build_result(policy: RetrievalPolicy, run: QueryRun, answer: WrittenAnswer, 
         retrieval_confidence=label, retrieval_confidence_features=features, verification=verification,
         timings=run.timings, degradations=run.ledger.degradations, path=run.path,  # type: ignore[arg-type]
         backtracked_subqueries=run.backtracked,
+        abstained=answer.abstain_reason is not None, abstain_reason=answer.abstain_reason,
         partial=run.partial_reason is not None, partial_reason=run.partial_reason,
         llm_calls=LLMUsage(count=len(calls), prompt_tokens=sum(prompt) if prompt else None,
                            completion_tokens=sum(completion) if completion else None, calls=calls),

@@ -1,0 +1,62 @@
+"""Whether the kept passages answer the question at all, or the answer should say the collection does not.
+
+Retrieval always returns something: asked "How do I roll back a Kubernetes deployment?" over a package's docs, the
+nearest passages are about something else, and an extractive or LLM writer still quotes them. So before writing,
+the cross-encoder reads the question against each kept passage (with its title, as the reranker does) and against
+each of its sentences (after the title, as the extractive writer does); the best of those probabilities is the
+answer score. Under ABSTAIN_BELOW the run abstains: the answer says the collection does not answer the question and
+names the closest sources, and no writer or verifier runs.
+
+Whole passages and single sentences both count because each misses cases the other catches: a table row or a list
+is one "sentence" that reads as noise alone, and a long passage buries the one sentence that answers. The question
+is what is judged, never a subquery: a subquery's passage can be a perfect answer to the subquery (the page of the
+film) and still not answer what was asked. Calibrated on answerable questions and on questions from other domains
+and near misses against every benchmark collection: ARCHITECTURE.md, "Abstain when nothing answers".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..agents.writer import NO_EVIDENCE_ANSWER
+from ..core.result import Source
+from ..core.sources import source_title
+
+
+@dataclass(frozen=True)
+class AnswerScore:
+    """The best probability that a kept passage, or one of its sentences, answers the question; and whose."""
+
+    score: float
+    source_number: int | None  # 1-based, None when there are no sources
+
+
+def answer_score(passage_scores: Sequence[float], sentence_scores: Sequence[Sequence[float]]) -> AnswerScore:
+    """The best of each source's passage score and its sentences' scores (`sentence_scores[i]` are source i's)."""
+    best = AnswerScore(0.0, None)
+    for number, (passage, sentences) in enumerate(zip(passage_scores, sentence_scores, strict=True), start=1):
+        score = max([passage, *sentences])
+        if best.source_number is None or score > best.score:
+            best = AnswerScore(score, number)
+    return best
+
+
+def abstain_reason(best: AnswerScore, *, threshold: float) -> str | None:
+    """Why the answer should abstain, or None when a kept passage answers well enough (or abstaining is off)."""
+    if threshold <= 0:
+        return None
+    if best.source_number is None:
+        return "no passage was found"
+    if best.score < threshold:
+        return (f"no kept passage answers the question: the best, source [{best.source_number}], scores "
+                f"{best.score:.3f} against the question, under ABSTAIN_BELOW {threshold}")
+    return None
+
+
+def abstention_text(sources: Sequence[Source], *, closest: int = 3) -> str:
+    """The answer when the run abstains: that the collection does not answer, and where it came closest."""
+    if not sources:
+        return NO_EVIDENCE_ANSWER
+    near = "; ".join(f"[{n}] {source_title(s)}" for n, s in enumerate(sources[:closest], start=1))
+    return f"The collection does not seem to answer this question. The closest passages: {near}."
