@@ -15,7 +15,7 @@ from .conftest import ROOT, SAMPLE, sample_records
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import eval as eval_script
-from eval_data import DataFormatError, decomposition_plan, load_examples
+from eval_data import DataFormatError, decomposition_plan, load_examples, load_out_of_collection
 from eval_metrics import (
     answer_match,
     best_over_aliases,
@@ -150,6 +150,24 @@ def test_tiny_run_writes_consistent_outputs(tmp_path, sample_store_path):
                       "--index-dir", str(tmp_path / "index"), "--out", str(out)])
     config = json.loads((out / "summary.json").read_text())["config"]
     assert config["index_added"] == 0 and config["resumed_rows"] == 4 and config["run_rows"] == 0
+
+
+def test_out_of_collection_questions_are_asked_too_and_counted_apart(tmp_path):
+    questions = tmp_path / "ooc.jsonl"
+    questions.write_text(json.dumps({"question": "How do I roll back a Kubernetes deployment?", "kind": "x"}) + "\n"
+                         + json.dumps({"question": "What tire pressure suits a 28 mm road tyre?"}) + "\n")
+    out = tmp_path / "out"
+    assert eval_script.main(["--data", str(SAMPLE), "--limit", "2", "--budget", "2", "--systems", "dag",
+                             "--out-of-collection", str(questions), "--index-dir", str(tmp_path / "index"),
+                             "--out", str(out)]) == 0
+    dag = json.loads((out / "summary.json").read_text())["systems"]["dag"]
+    assert dag["n"] == 2 and dag["abstained"] == 0.0  # the answerable questions alone
+    assert dag["by_type"]["out-of-collection"]["n"] == 2 and dag["by_type"]["out-of-collection"]["abstained"] == 1.0
+    assert "| dag | out-of-collection |" in (out / "summary.md").read_text()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "no question"}\n')
+    with pytest.raises(DataFormatError, match=re.escape("bad.jsonl:1: 'question' must be a non-empty string")):
+        load_out_of_collection(bad)
 
 
 def _subq_reply(request: dict) -> str:

@@ -21,7 +21,7 @@ from llama_index.llms.openai_like import OpenAILike
 
 from dagrag import QueryResult
 from dagrag.testing.openai_server import ScriptedOpenAIServer, ToolCall
-from dagrag.work_flows.llamaindex import as_query_engine, as_tool, response_of
+from dagrag.work_flows.llamaindex import as_query_engine, as_tool, response_of, tool_text
 
 DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"
 KISS_AND_TELL = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
@@ -118,6 +118,18 @@ def test_a_result_without_sources_is_a_response_without_nodes(offline_workflow):
     response = response_of(result)
     assert response.response == "I found nothing." and response.source_nodes == []
     assert response.metadata["subqueries"][0]["status"] == "uncovered"
+
+
+async def test_a_question_the_collection_does_not_answer_says_so_in_the_response_and_the_tool_text(
+        offline_workflow):
+    response = await offline_workflow.as_query_engine().aquery("How do I roll back a Kubernetes deployment?")
+    assert response.metadata["abstained"] and "ABSTAIN_BELOW" in response.metadata["abstain_reason"]
+    assert response.response.startswith("The collection does not seem to answer this question.")
+    assert response.source_nodes  # the closest passages, for whoever wants to look
+    assert "The collection does not answer this question; the sources above are only the closest" in tool_text(
+        response)
+    answered = await offline_workflow.as_query_engine().aquery(DERRICKSON)
+    assert answered.metadata["abstained"] is False and "does not answer" not in tool_text(answered)
 
 
 # --- the agent tool -------------------------------------------------------------------------------------

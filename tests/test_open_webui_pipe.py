@@ -102,6 +102,14 @@ async def test_a_comparison_streams_status_then_sources_then_the_answer_with_its
     assert 'sq_s1["<b>s1</b>: Scott Derrickson nationality<br/>covered → Scott Derrickson (' in picture
 
 
+async def test_a_question_the_collection_does_not_answer_ends_with_a_status_that_says_so(live: LiveServer):
+    emitter = RecordingEmitter()
+    answer = await make_pipe(live.url, show_plan=False).pipe(
+        chat("How do I roll back a Kubernetes deployment?"), __event_emitter__=emitter)
+    assert answer.startswith("The collection does not seem to answer this question.")
+    assert emitter.statuses()[-1][0].startswith("the collection does not answer this · ")
+
+
 @pytest.mark.parametrize("question", [DERRICKSON, KISS_AND_TELL])
 async def test_the_pipes_picture_is_dagrags_own(live: LiveServer, question: str):
     # The pipe cannot import dagrag, so it carries a copy of the drawing rules: they must agree.
