@@ -55,6 +55,7 @@ from eval_metrics import (
     exact_match,
     f1_score,
     percentile,
+    squash,
     supporting_recall,
 )
 
@@ -123,7 +124,8 @@ class TokenCounter:
 def score(example: Example, answer: str, source_ids: list[str], source_texts: list[str], tokens: TokenCounter,
           extra: dict[str, Any], concise: str | None = None) -> dict[str, Any]:
     """EM and F1 score the concise answer where the system gave one (HotpotQA's convention: a short span),
-    else the whole answer; `match` asks whether the gold answer occurs anywhere in what was said."""
+    else the whole answer; `match` asks whether the gold answer occurs anywhere in what was said (for a docs
+    question: or every evidence quote)."""
     short = concise if concise else answer
     said = f"{concise}\n{answer}" if concise else answer
     # A docs question's gold is quoted text, found in whatever chunk holds it; a benchmark question's is paragraphs.
@@ -132,7 +134,10 @@ def score(example: Example, answer: str, source_ids: list[str], source_texts: li
     return {
         "em": best_over_aliases(exact_match, short, example.answers),
         "f1": best_over_aliases(f1_score, short, example.answers),
-        "match": best_over_aliases(answer_match, said, example.answers),
+        # A docs question's gold answer is a paraphrase; what was said matches when it holds the gold answer or
+        # quotes every evidence passage (the extractive writer quotes, it does not paraphrase).
+        "match": max(best_over_aliases(answer_match, said, example.answers),
+                     float(example.is_docs and all(squash(quote) in squash(said) for quote in example.evidence))),
         "concise": float(bool(concise)),
         "recall": recall, "joint_recall": joint,
         "passages_per_question": len(source_ids), "context_tokens": tokens.count(source_texts), **extra,

@@ -175,3 +175,16 @@ def test_a_docs_run_scores_evidence_recall_from_what_retrieval_returned(tmp_path
     assert rows["code"]["metrics"]["joint_recall"] == 1.0  # search-paths = ["src"]: found
     assert rows["two-document"]["metrics"]["recall"] <= 0.5 and rows["two-document"]["metrics"]["joint_recall"] == 0
     assert rows["two-document"]["supporting"] == ["plugins/version-source/regex.md", "plugins/version-source/code.md"]
+
+
+def test_a_docs_answer_matches_when_it_quotes_every_evidence_passage():
+    class NoTokens:
+        def count(self, texts: list[str]) -> int:
+            return 0
+
+    example = Example(id="d1", question="Which Python do I need?", answers=["Python 3.10 or newer"], type="fact",
+                      paragraphs=[], evidence=["It requires Python 3.10+ to", "run"], documents=["a.md", "a.md"])
+    quoted = "Getting started: It requires  Python 3.10+ to run. [1]"
+    assert eval_script.score(example, quoted, [], [], NoTokens(), {})["match"] == 1.0
+    assert eval_script.score(example, "It requires Python 3.11. [1]", [], [], NoTokens(), {})["match"] == 0.0
+    assert eval_script.score(example, "You need Python 3.10 or newer.", [], [], NoTokens(), {})["match"] == 1.0
