@@ -28,8 +28,13 @@ DATA = ROOT / "experiments" / "data"
 RESULTS = ROOT / "experiments" / "results" / "all-sets"
 README = ROOT / "README.md"
 START, END = "<!-- all-sets:start (experiments/all_sets.py table) -->", "<!-- all-sets:end -->"
+ANSWERS_START, ANSWERS_END = "<!-- all-answers:start (experiments/all_sets.py table) -->", "<!-- all-answers:end -->"
 BUDGETS = (4, 2)
 HELD_OUT = "scikit-build-core"
+# Questions no set's collection answers, asked against every set at budget 4 (abstaining barely depends on the
+# budget): the check set, never used to choose ABSTAIN_BELOW (out_of_collection_tune.jsonl was).
+OUT_OF_COLLECTION = DATA / "out_of_collection.jsonl"
+OOC_BUDGET = 4
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
     command = [sys.executable, str(ROOT / "experiments" / "eval.py"), *benchmark.eval_args(),
                "--systems", "single,dag", "--budget", str(budget), "--concurrency", "1", "--out", str(out),
                "--index-dir", str(ROOT / ".dagrag" / f"eval-{benchmark.name}")]
+    if budget == OOC_BUDGET and OUT_OF_COLLECTION.exists():
+        command += ["--out-of-collection", str(OUT_OF_COLLECTION)]
     print(f"== {benchmark.name} at budget {budget}: {' '.join(command[1:])}", flush=True)
     subprocess.run(command, cwd=ROOT, check=True)
     return out
@@ -102,7 +109,8 @@ def keep(benchmark: BenchmarkSet, budget: int, out: Path, ran_on: str) -> None:
     """Copy a run's summary, with the commit and settings it ran with, to experiments/results/all-sets/."""
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     systems = {name: {key: value for key, value in stats.items() if key != "by_type"} | {
-        "by_type": {kind: {k: stats["by_type"][kind][k] for k in ("n", "recall", "joint_recall")}
+        "by_type": {kind: {k: stats["by_type"][kind].get(k, 0.0) for k in ("n", "recall", "joint_recall", "match",
+                                                                          "abstained")}
                     for kind in stats.get("by_type", {})}} for name, stats in summary["systems"].items()}
     config = {key: _relative(value) for key, value in summary.get("config", {}).items()}
     record = {"set": benchmark.name, "budget": budget, "commit": ran_on, "held_out": benchmark.name == HELD_OUT,
@@ -128,6 +136,23 @@ def table() -> str:
         rows.append(f"| {name} | {dag['n']} | {record['budget']} | {single['recall']:.3f} | {dag['recall']:.3f} | "
                     f"{single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | {delta:+.3f} | "
                     f"{record['commit']} |")
+    return "\n".join(rows)
+
+
+def answers_table() -> str:
+    """The Markdown table of what the answers say: gold answer in the answer (`match`; docs: or every evidence quote),
+    how often an answerable question abstained, and how often an out-of-collection one did, per set and budget."""
+    rows = ["| set | budget | single match | dag match | dag abstained (answerable) | dag abstained (out of "
+            "collection) | commit |", "|---|---|---|---|---|---|---|"]
+    for record in records():
+        single, dag = record["systems"]["single"], record["systems"]["dag"]
+        if "match" not in dag:
+            continue
+        ooc = dag["by_type"].get("out-of-collection")
+        outside = f"{ooc['abstained']:.3f} ({ooc['n']} questions)" if ooc else "-"
+        name = BY_NAME[record["set"]].description + (" (held out)" if record["held_out"] else "")
+        rows.append(f"| {name} | {record['budget']} | {single['match']:.3f} | {dag['match']:.3f} | "
+                    f"{dag.get('abstained', 0.0):.3f} | {outside} | {record['commit']} |")
     return "\n".join(rows)
 
 
@@ -160,15 +185,20 @@ def plot(path: Path) -> None:
     plt.close(figure)
 
 
-def with_table(document: str, rendered: str) -> str:
+def with_table(document: str, rendered: str, start: str = START, end: str = END) -> str:
     """The document with the block between the markers replaced by `rendered` (the markers must be present)."""
-    before, rest = document.split(START, 1)
-    _, after = rest.split(END, 1)
-    return f"{before}{START}\n{rendered}\n{END}{after}"
+    before, rest = document.split(start, 1)
+    _, after = rest.split(end, 1)
+    return f"{before}{start}\n{rendered}\n{end}{after}"
+
+
+def with_tables(document: str) -> str:
+    """The document with both generated tables (recall; answers) as the result files give them."""
+    return with_table(with_table(document, table()), answers_table(), ANSWERS_START, ANSWERS_END)
 
 
 def write_readme() -> None:
-    README.write_text(with_table(README.read_text(encoding="utf-8"), table()), encoding="utf-8")
+    README.write_text(with_tables(README.read_text(encoding="utf-8")), encoding="utf-8")
     plot(RESULTS / "all-sets.png")
 
 
@@ -191,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                 keep(BY_NAME[name], budget, out, ran_on)
     write_readme()
     print(table())
+    print()
+    print(answers_table())
     return 0
 
 

@@ -15,8 +15,9 @@ import all_sets
 def test_the_readme_table_is_the_one_the_result_files_give():
     document = all_sets.README.read_text(encoding="utf-8")
     assert all_sets.START in document and all_sets.END in document
-    assert all_sets.with_table(document, all_sets.table()) == document, (
-        "README.md's table of all sets differs from experiments/results/all-sets: "
+    assert all_sets.ANSWERS_START in document and all_sets.ANSWERS_END in document
+    assert all_sets.with_tables(document) == document, (
+        "README.md's tables of all sets differ from experiments/results/all-sets: "
         "run .venv/bin/python experiments/all_sets.py table")
 
 
@@ -37,3 +38,16 @@ def test_a_table_row_reads_its_numbers_from_the_file(tmp_path, monkeypatch):
         "systems": {"single": stats, "dag": {**stats, "joint_recall": 0.5}}}), encoding="utf-8")
     rows = all_sets.table().splitlines()
     assert rows[2:] == ["| black docs | 3 | 4 | 0.500 | 0.500 | 0.250 | 0.500 | +0.250 | abc1234 |"]
+
+
+def test_an_answers_row_reads_match_and_abstaining_from_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(all_sets, "RESULTS", tmp_path)
+    single = {"n": 3, "recall": 0.5, "joint_recall": 0.25, "match": 0.25, "abstained": 0.0, "by_type": {}}
+    dag = {**single, "match": 0.5, "abstained": 0.125,
+           "by_type": {"out-of-collection": {"n": 76, "recall": 0.0, "joint_recall": 0.0, "match": 0.0,
+                                             "abstained": 0.75}}}
+    (tmp_path / "black-k4.json").write_text(json.dumps({
+        "set": "black", "budget": 4, "commit": "abc1234", "held_out": False, "config": {"budget": 4},
+        "systems": {"single": single, "dag": dag}}), encoding="utf-8")
+    rows = all_sets.answers_table().splitlines()
+    assert rows[2:] == ["| black docs | 4 | 0.250 | 0.500 | 0.125 | 0.750 (76 questions) | abc1234 |"]
