@@ -33,7 +33,7 @@ BUDGETS = (4, 2)
 HELD_OUT = "scikit-build-core"
 # Questions no set's collection answers, asked against every set at budget 4 (abstaining barely depends on the
 # budget): the check set, never used to choose ABSTAIN_BELOW (out_of_collection_tune.jsonl was).
-OUT_OF_COLLECTION = DATA / "out_of_collection.jsonl"
+OUT_OF_COLLECTION = DATA / "out_of_collection_check.jsonl"
 OOC_BUDGET = 4
 
 
