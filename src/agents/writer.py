@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from llama_index.core import PromptTemplate
 
+from ..core.markup import plain
 from ..core.plan import ExecutedPlan
 from ..core.replies import split_concise_answer
 from ..core.result import RunLedger, Source, WrittenAnswer
@@ -52,9 +53,11 @@ WRITER_MAX_TOKENS = 300  # a short answer and four sentences need ~150
 
 
 def quoted_sentences(text: str) -> list[str]:
-    """A source's sentences as the extractive writer may quote them: without bracketed numbers like "[7]",
-    which in the answer would read as citations (a footnote mark, or text planted to cite a fake source)."""
-    stripped = (_SPACE_BEFORE_PUNCTUATION.sub(r"\1", strip_citations(s)) for s in split_sentences(text))
+    """A source's sentences as the extractive writer may quote them: its markup rendered as a reader sees it
+    (core/markup.py: link text, not `[text](url)`; no roles, labels or directives), and without bracketed
+    numbers like "[7]", which in the answer would read as citations (a footnote mark, or text planted to cite a
+    fake source)."""
+    stripped = (_SPACE_BEFORE_PUNCTUATION.sub(r"\1", strip_citations(s)) for s in split_sentences(plain(text)))
     return [sentence for sentence in stripped if sentence]
 
 

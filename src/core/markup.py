@@ -1,0 +1,78 @@
+"""Documentation markup as a reader sees it: what an answer quotes and the cross-encoder reads.
+
+A chunk keeps its source as written (citations point at lines of it), but quoted as is, an answer says
+"it will [get you](how-frozen) there", `` {obj}`attrs.setters.frozen` ``, `(how-slotted)=` or `!!! tip`. `plain`
+renders the constructs of Markdown, MyST, reStructuredText and the mkdocs family that mean nothing to a reader:
+
+- links keep their text (`[text](url)`, `[text][ref]`, `![alt](src)`, rST `` `text <url>`_ ``);
+- roles keep their target's words (`` {role}`text` ``, `` {role}`Title <label>` ``, `` :role:`text` ``), as code;
+- directive and admonition lines go, their content stays (`` ```{note} ``, `:::{warning}`, `.. note::`,
+  `!!! tip "Title"`, `=== "Tab"`, option lines `:key: value` after a directive);
+- labels (`(name)=`, `.. _name:`), attribute lists (`{: #id .class }`, `{ .label }`), HTML comments go;
+- doctest prompts (`>>> `, `... `) go, the code stays.
+
+Regular expressions and not a parser: the text is a chunk cut from a page (a fence may open in one chunk and close
+in the next), it mixes dialects no one parser reads, and every rule here only removes markup around words it keeps.
+"""
+
+from __future__ import annotations
+
+import re
+
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+# A link's text may wrap onto the next line, not past a paragraph; "[3][4]" is two footnote marks, not a link.
+_LINK_TEXT = r"(?![\d,\s]+\])((?:[^\]\n]|\n(?!\n))+)"
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
+_INLINE_LINK = re.compile(rf"\[{_LINK_TEXT}\]\((?:[^()\n]|\([^()\n]*\))*\)")
+_REFERENCE_LINK = re.compile(rf"\[{_LINK_TEXT}\]\[[^\]\n]*\]")
+_RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`__?")
+_MYST_ROLE = re.compile(r"(?<![`\w])\{[\w:.+-]+\}`(?:([^`<\n]+?)\s*<[^>\n]+>|([^`\n]+))`")
+_RST_ROLE = re.compile(r"(?<![\w`]):[\w:.+-]+:`(?:([^`<\n]+?)\s*<[^>\n]+>|([^`\n]+))`")
+# A MyST directive fenced like code: ```{doctest} ... ``` (the closing fence may be in the next chunk).
+_FENCED_DIRECTIVE = re.compile(r"^([ \t]*)(`{3,}|~{3,})\{([\w:.+-]+)\}[ \t]*([^\n]*)\n(.*?)(?:^[ \t]*\2[ \t]*$\n?|\Z)",
+                               re.MULTILINE | re.DOTALL)
+CODE_DIRECTIVES = frozenset({"code", "code-block", "code-cell", "sourcecode", "doctest", "testcode", "testoutput",
+                             "literalinclude", "ipython"})
+_DIRECTIVE_LINE = re.compile(
+    r"^[ \t]*(?::{3,}\{[\w:.+-]+\}[^\n]*"  # :::{warning} (MyST)
+    r"|:{3,}[ \t]*"  # a ::: closing a MyST block
+    r"|\.\.[ \t]+[\w:.+-]+::[^\n]*"  # .. note:: (reStructuredText)
+    r"|(?:!!!|\?\?\?\+?)[ \t]+\w[^\n]*"  # !!! tip "Title" / ??? note (admonitions)
+    r"|===[ \t]+\"[^\"\n]*\"[ \t]*"  # === "Tab" (content tabs)
+    r")$\n?", re.MULTILINE)
+_DIRECTIVE_OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t][^\n]*)?$\n?", re.MULTILINE)
+_LABEL_LINE = re.compile(r"^[ \t]*(?:\([\w./:-]+\)=|\.\.[ \t]+_[^:\n]+:)[ \t]*$\n?", re.MULTILINE)
+_ATTRIBUTE_LIST = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+))"
+                             r"(?:[ \t]+(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+)))*[ \t]*\}")
+_DOCTEST_PROMPT = re.compile(r"^([ \t]*)(?:>>>|\.\.\.)(?:[ \t]|$)", re.MULTILINE)
+
+
+def _role(match: re.Match[str]) -> str:
+    return f"`{(match.group(1) or match.group(2)).strip()}`"
+
+
+def _fenced_directive(match: re.Match[str]) -> str:
+    """A code directive stays a code block (its language, if it gives one); any other keeps its content."""
+    indent, fence, name, argument, body = match.groups()
+    body = body if body.endswith("\n") or not body else f"{body}\n"
+    if name in CODE_DIRECTIVES:
+        language = argument.split()[0] if argument.split() else ""
+        return f"{indent}{fence}{language}\n{body}{indent}{fence}\n"
+    return _DIRECTIVE_OPTION.sub("", body)
+
+
+def plain(text: str) -> str:
+    """`text` with the markup above rendered as a reader sees it; words, code and line breaks kept."""
+    text = _HTML_COMMENT.sub("", text)
+    text = _FENCED_DIRECTIVE.sub(_fenced_directive, text)
+    text = _LABEL_LINE.sub("", text)
+    text = _DIRECTIVE_LINE.sub("", text)
+    text = _DIRECTIVE_OPTION.sub("", text)
+    text = _IMAGE.sub(r"\1", text)
+    text = _INLINE_LINK.sub(r"\1", text)
+    text = _REFERENCE_LINK.sub(r"\1", text)
+    text = _RST_LINK.sub(r"\1", text)
+    text = _MYST_ROLE.sub(_role, text)
+    text = _RST_ROLE.sub(_role, text)
+    text = _ATTRIBUTE_LIST.sub("", text)
+    return _DOCTEST_PROMPT.sub(r"\1", text)

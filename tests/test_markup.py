@@ -1,0 +1,88 @@
+"""Markup rendered as a reader sees it (core/markup.py), on real documentation pages and in the answers."""
+
+from __future__ import annotations
+
+import re
+
+import markdownify
+
+from dagrag.agents.writer import quoted_sentences
+from dagrag.core.markup import plain
+
+from .conftest import ROOT
+
+CORPORA = ROOT / "experiments" / "data" / "docs_corpus"
+# What no reader should see: links with their targets, roles, labels, directives, admonitions, attribute lists.
+LEFTOVER_MARKUP = re.compile(r"\]\(|\]\[|(?<![`\w])\{[\w:.+-]+\}`|^\([\w/.:-]+\)=|^:::|^```\{|^!!! |^=== \""
+                             r"|\{: #|^\.\. [\w-]+::|<!--|^>>> ", re.MULTILINE)
+
+
+def page(corpus: str, path: str) -> str:
+    return (CORPORA / corpus / "docs" / path).read_text(encoding="utf-8")
+
+
+def test_a_myst_page_loses_its_labels_directives_and_roles_and_keeps_its_words() -> None:
+    # black's docs are MyST (Sphinx): `(labels/...)=` targets, ```{note} blocks, {doc}`...` roles, Markdown links.
+    source = page("black", "usage_and_configuration/the_basics.md")
+    assert "(labels/exit-code)=" in source and "```{note}" in source and "](https://github.com/psf/black" in source
+    rendered = plain(source)
+    assert not LEFTOVER_MARKUP.search(rendered), LEFTOVER_MARKUP.search(rendered)
+    assert "Due to #4052, `--line-ranges` might format" in rendered  # the link's text, the note's content
+    assert "#### `--check`" in rendered and "Don't write the files back" in rendered
+
+
+def test_a_python_markdown_page_loses_reference_links_and_attribute_lists() -> None:
+    source = page("markdown", "extensions/api.md")
+    assert "{: #stages }" in source and "][markdown." in source
+    rendered = plain(source)
+    assert not LEFTOVER_MARKUP.search(rendered), LEFTOVER_MARKUP.search(rendered)
+    assert "## Phases of processing\n" in rendered
+
+
+def test_an_mkdocs_page_loses_its_admonition_lines_and_keeps_their_content() -> None:
+    source = page("hatch", "config/context.md")
+    assert "!!! tip" in source
+    rendered = plain(source)
+    assert not LEFTOVER_MARKUP.search(rendered)
+    assert "The `parent` modifier can be chained" in rendered
+
+
+def test_restructured_text_roles_links_labels_and_directives() -> None:
+    # From numpy's numpy/ma/README.rst style and Sphinx's own docs: the constructs a .rst page is made of.
+    source = (".. _masked-arrays:\n\nMasked arrays\n=============\n\n.. note::\n   :class: tip\n\n"
+              "   Use :func:`numpy.ma.masked_where` (see `the guide <https://numpy.org/doc/>`_).\n\n"
+              ".. code-block:: python\n\n   >>> import numpy.ma as ma\n   >>> ma.masked_where(x > 2, x)\n")
+    rendered = plain(source)
+    assert not LEFTOVER_MARKUP.search(rendered)
+    assert "Use `numpy.ma.masked_where` (see the guide)." in rendered
+    assert "   import numpy.ma as ma\n   ma.masked_where(x > 2, x)" in rendered and "Masked arrays" in rendered
+
+
+def test_an_html_page_as_ingest_reads_it_is_quoted_without_urls() -> None:
+    html = ('<h2 id="install">Install</h2><p>Run <code>pip install dagrag</code>, then read the '
+            '<a href="https://example.org/guide#start">getting started guide</a>.</p><!-- build: 42 -->')
+    sentences = quoted_sentences(markdownify.markdownify(html, heading_style="ATX"))
+    assert sentences == ["## Install Run `pip install dagrag`, then read the getting started guide."]
+
+
+def test_what_is_not_markup_stays() -> None:
+    text = "A dict like {'a': 1}, a call f(x), a time {hh:mm}, [1] and a list [a, b] stay."
+    assert plain(text) == text
+
+
+def test_the_offline_answer_quotes_no_markup(reranker) -> None:
+    import asyncio
+
+    from dagrag.agents.writer import WriterAgent
+    from dagrag.core.plan import ExecutedPlan, PlanOrigin, SubQuery
+    from dagrag.core.result import RunLedger, Source
+
+    question = "How do I make Black check files without writing them back?"
+    text = page("black", "usage_and_configuration/the_basics.md")
+    start = text.index("(labels/exit-code)=")
+    source = Source(node_id="n1", text=text[start:start + 700], metadata={"title": "The basics"}, score=0.9,
+                    subquery_id="s1", rank_in_subquery=1, subquery_ids=["s1"])
+    plan = ExecutedPlan(query=question, subqueries=[SubQuery(id="s1", text=question)], origin=PlanOrigin.GIVEN,
+                        layers=[["s1"]])
+    answer = asyncio.run(WriterAgent(reranker).awrite(question, plan, [source], RunLedger()))
+    assert "Don't write the files back" in answer.text and not LEFTOVER_MARKUP.search(answer.text)
