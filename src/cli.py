@@ -8,22 +8,26 @@ import asyncio
 import json
 import sys
 import textwrap
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree
 
-from .config import Settings
+from .config import Settings, settings_problems
 from .core.errors import DagragError
-from .core.result import QueryResult
-from .core.sources import source_title
-from .work_flows.events import LayerStarted, SubqueryDone
-from .work_flows.progress import HopAdded, PlanChosen
+from .core.inputs import check_question
+
+if TYPE_CHECKING:
+    from .core.result import QueryResult
+
+# The workflow, the models and the store load inside the commands that need them: `--help`, `--version` and
+# refused input answer at once.
 
 console = Console(stderr=True)
 out = Console()
@@ -39,6 +43,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from .ingest import ingest_nodes, read_nodes
     from .stack import build_embed_model
 
@@ -58,6 +64,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 async def _run_query(settings: Settings, question: str, show_progress: bool) -> QueryResult:
+    from .work_flows.events import LayerStarted, SubqueryDone
+    from .work_flows.progress import HopAdded, PlanChosen
     from .work_flows.query_workflow import QueryWorkflow
 
     workflow = QueryWorkflow.from_settings(settings)
@@ -79,6 +87,8 @@ async def _run_query(settings: Settings, question: str, show_progress: bool) -> 
 
 
 def render(result: QueryResult) -> None:
+    from .core.sources import source_title
+
     out.print(Panel(result.answer, title="Answer", title_align="left", border_style="green"))
     plan = Tree(f"[bold]Plan[/] ({result.plan.origin.value}, {result.path} path)")
     reports = {r.id: r for r in result.subqueries}
@@ -131,6 +141,7 @@ def render(result: QueryResult) -> None:
 
 def cmd_query(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    check_question(args.question, settings.max_question_chars)  # before the store and the models
     result = asyncio.run(_run_query(settings, args.question, show_progress=not (args.json or args.mermaid)))
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
@@ -159,9 +170,17 @@ def cmd_draw(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    try:
+        return version("dagrag")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dagrag", description="Multi-hop question answering over a Qdrant collection.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     ingest = commands.add_parser("ingest", help="add documents (JSONL, or a folder of .txt/.md) to the collection")
     ingest.add_argument("path")
@@ -192,8 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (DagragError, ValidationError) as error:
-        console.print(f"[red]error:[/] {error}", soft_wrap=True, highlight=False)
+    except ValidationError as error:  # the settings, from DAGRAG_* variables or .env
+        text = settings_problems(error) if error.title == "Settings" else str(error)
+        console.print(f"[red]error:[/] {escape(text)}", soft_wrap=True, highlight=False)
+        return 2
+    except DagragError as error:
+        console.print(f"[red]error:[/] {escape(str(error))}", soft_wrap=True, highlight=False)
         return 2
 
 

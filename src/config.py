@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ENV_PREFIX = "DAGRAG_"
@@ -244,3 +244,18 @@ class Settings(BaseSettings):
     def qdrant_location(self) -> str:
         """Human-readable place of the collection, for messages."""
         return self.qdrant_url or str(self.qdrant_path)
+
+
+def settings_problems(error: ValidationError) -> str:
+    """A Settings validation error as the variables a user sets: one line per problem, naming DAGRAG_<NAME>,
+    what is wrong and the value given ("DAGRAG_SUBQUERY_MAX=0: must be at least 1")."""
+    lines = []
+    for problem in error.errors(include_url=False):
+        field = ".".join(str(part) for part in problem.get("loc", ()))
+        name = f"{ENV_PREFIX}{field.upper()}" if field else "settings"
+        given = problem.get("input")
+        secret = any(word in field for word in ("key", "token", "secret", "password"))
+        shown = "" if not field or isinstance(given, dict) else "=(hidden)" if secret else f"={given!s}"
+        message = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+        lines.append(f"{name}{shown}: {message[:1].lower()}{message[1:]}")
+    return "\n".join(lines)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -35,3 +38,42 @@ def test_query_json_is_the_query_result(sample_env, capsys):
 def test_a_bad_question_exits_2_naming_the_problem(sample_env, capsys):
     assert main(["query", "Who is\x00 Ed Wood?"]) == 2
     assert "control characters" in capsys.readouterr().err
+
+
+def _fresh_cli(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`code` in a new interpreter after `from dagrag.cli import main`: what a fresh `dagrag` process does."""
+    program = f"import sys\nfrom dagrag.cli import main\n{code}"
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_version_help_and_refused_input_load_no_workflow_or_model() -> None:
+    # What makes a CLI call slow is importing LlamaIndex, the model runtimes and the store's client.
+    heavy = ("print(sorted(m for m in ('llama_index.core', 'onnxruntime', 'qdrant_client', 'torch') "
+             "if m in sys.modules))")
+    for argv in (["--version"], ["--help"], ["query", "--help"]):
+        done = _fresh_cli(f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n{heavy}")
+        assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "[]", (argv, done.stderr)
+    assert _fresh_cli("main(['--version'])").stdout.startswith("dagrag ")
+    refused = _fresh_cli(f"code = main(['query', '   '])\n{heavy}\nprint(code)")
+    assert refused.stdout.split() == ["[]", "2"] and "the question is empty" in refused.stderr
+
+
+def test_a_bad_setting_names_the_variable_and_the_value_not_the_field(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DAGRAG_SUBQUERY_MAX", "0")
+    assert main(["query", QUESTION]) == 2
+    error = capsys.readouterr().err
+    assert "DAGRAG_SUBQUERY_MAX=0: input should be greater than or equal to 1" in error
+    assert "validation error for Settings" not in error
+
+
+def test_a_bad_secret_setting_is_named_without_its_value() -> None:
+    from pydantic import ValidationError
+
+    from dagrag.config import Settings, settings_problems
+
+    with pytest.raises(ValidationError) as caught:
+        Settings(api_key=31337, subquery_max=0)
+    problems = settings_problems(caught.value).splitlines()
+    assert problems[0].startswith("DAGRAG_SUBQUERY_MAX=0: ")
+    assert problems[1].startswith("DAGRAG_API_KEY=(hidden): ") and "31337" not in "\n".join(problems)
