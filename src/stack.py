@@ -28,6 +28,7 @@ from .agents.searcher import SearcherAgent
 from .agents.verifier import VerifierAgent
 from .agents.writer import WriterAgent
 from .config import Settings, split_spec
+from .core.errors import ConfigurationError
 from .core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
 from .core.text import load_sentence_model
 from .llm import LLMClient, RetryPolicy
@@ -67,7 +68,7 @@ def build_llm(settings: Settings) -> LLM | None:
 
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if not api_key:
-            raise ValueError("DAGRAG_LLM=openai:… needs OPENAI_API_KEY (or DAGRAG_LLM_API_KEY)")
+            raise ConfigurationError("DAGRAG_LLM=openai:… needs OPENAI_API_KEY (or DAGRAG_LLM_API_KEY)")
         return OpenAI(api_key=api_key, **common)
     from llama_index.llms.openai_like import OpenAILike
 

@@ -77,3 +77,12 @@ def test_a_bad_secret_setting_is_named_without_its_value() -> None:
     problems = settings_problems(caught.value).splitlines()
     assert problems[0].startswith("DAGRAG_SUBQUERY_MAX=0: ")
     assert problems[1].startswith("DAGRAG_API_KEY=(hidden): ") and "31337" not in "\n".join(problems)
+
+
+@pytest.mark.parametrize("command", [["query", QUESTION], ["serve", "--port", "0"]])
+def test_an_llm_without_its_key_is_one_line_not_a_traceback(command, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("DAGRAG_LLM", "openai:gpt-4o-mini")
+    assert main(command) == 2
+    error = capsys.readouterr().err
+    assert error.strip() == "error: DAGRAG_LLM=openai:… needs OPENAI_API_KEY (or DAGRAG_LLM_API_KEY)"

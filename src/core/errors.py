@@ -21,3 +21,7 @@ class CollectionNotFoundError(DagragError, LookupError):
 
 class IngestError(DagragError, ValueError):
     """An input record is malformed or the collection does not fit the embedding model."""
+
+
+class ConfigurationError(DagragError, ValueError):
+    """The settings are valid one by one but cannot work together here (a model's API key is missing, ...)."""
