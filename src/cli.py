@@ -19,7 +19,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from .config import Settings, settings_problems
+from .config import Settings, check_store_exists, settings_problems
 from .core.errors import DagragError
 from .core.inputs import check_question
 
@@ -142,6 +142,7 @@ def render(result: QueryResult) -> None:
 def cmd_query(args: argparse.Namespace) -> int:
     settings = _settings(args)
     check_question(args.question, settings.max_question_chars)  # before the store and the models
+    check_store_exists(settings)
     result = asyncio.run(_run_query(settings, args.question, show_progress=not (args.json or args.mermaid)))
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))

@@ -11,8 +11,11 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from .core.errors import CollectionNotFoundError
 
 ENV_PREFIX = "DAGRAG_"
 LLM_KINDS = ("none", "openai", "openai-like")
@@ -22,6 +25,12 @@ RERANKER_KINDS = ("onnx", "cross-encoder")
 BUNDLED_EMBED_MODEL = "all-MiniLM-L6-v2"
 BUNDLED_RERANKER = "ms-marco-MiniLM-L-12-v2"
 CORS_ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
+
+
+def default_store_path() -> Path:
+    """Where the embedded store lives unless DAGRAG_QDRANT_PATH says otherwise: the user's data directory
+    (~/.local/share/dagrag/qdrant on Linux, XDG_DATA_HOME honoured; the platform's own place elsewhere)."""
+    return platformdirs.user_data_path("dagrag") / "qdrant"
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -88,7 +97,10 @@ class Settings(BaseSettings):
         "(no padding, scores independent of batchmates; measured fastest); raise it for a GPU cross-encoder.")
 
     # --- Qdrant --------------------------------------------------------------------------------
-    qdrant_path: Path = Field(Path(".dagrag/qdrant"), description="Embedded Qdrant folder, or `:memory:`.")
+    qdrant_path: Path = Field(
+        default_factory=default_store_path,
+        description="Embedded Qdrant folder, or `:memory:`; by default in the user's data directory, so every "
+        "folder a command runs in sees the same collections.")
     qdrant_url: str | None = Field(None, description="Qdrant server URL; wins over QDRANT_PATH.")
     qdrant_api_key: SecretStr | None = None
     qdrant_timeout_s: float = Field(10.0, gt=0)
@@ -259,3 +271,14 @@ def settings_problems(error: ValidationError) -> str:
         message = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
         lines.append(f"{name}{shown}: {message[:1].lower()}{message[1:]}")
     return "\n".join(lines)
+
+
+def check_store_exists(settings: Settings) -> None:
+    """Raise CollectionNotFoundError when the embedded store's folder does not exist: nothing was ingested there.
+    Opening it would create the folder, and leave an empty one behind wherever a user happened to ask. Cheap: the
+    CLI asks before it loads the workflow and the models."""
+    folder = Path(settings.qdrant_path).expanduser()
+    if not settings.qdrant_url and str(folder) != ":memory:" and not folder.exists():
+        raise CollectionNotFoundError(
+            f"collection {settings.collection!r} does not exist: nothing was ingested into "
+            f"{settings.qdrant_location()} (DAGRAG_QDRANT_PATH); ingest documents first: dagrag ingest PATH")

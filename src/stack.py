@@ -27,7 +27,7 @@ from .agents.resolver import ReferenceResolverAgent
 from .agents.searcher import SearcherAgent
 from .agents.verifier import VerifierAgent
 from .agents.writer import WriterAgent
-from .config import Settings, split_spec
+from .config import Settings, check_store_exists, split_spec
 from .core.errors import ConfigurationError
 from .core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
 from .core.text import load_sentence_model
@@ -127,6 +127,7 @@ def build_searcher(settings: Settings, *, embed_model: BaseEmbedding | None = No
     """The searcher over the Settings' collection (or the given store, searched through its sync client)."""
     aclient = None
     if vector_store is None:
+        check_store_exists(settings)
         clients = open_qdrant(settings)
         vector_store, aclient = open_vector_store(settings, clients=clients), clients[1]
     return SearcherAgent(
@@ -144,12 +145,15 @@ def build_agents(
     reranker: RerankerAgent | PairScorer | None = None,
     vector_store: QdrantVectorStore | None = None,
 ) -> Agents:
-    """Every agent from Settings; `llm` takes any LlamaIndex LLM, `reranker` an agent or a bare pair scorer."""
+    """Every agent from Settings; `llm` takes any LlamaIndex LLM, `reranker` an agent or a bare pair scorer.
+
+    What can be refused cheaply comes first (an LLM without its key, a missing collection), the models after."""
+    client = build_llm_client(settings, llm)
+    searcher = build_searcher(settings, embed_model=embed_model, vector_store=vector_store)
     if reranker is None:
         reranker = build_reranker(settings)
     elif not isinstance(reranker, RerankerAgent):
         reranker = RerankerAgent(reranker)
-    client = build_llm_client(settings, llm)
     load_sentence_model()  # the writer and verifier split sentences: load the model now, not in the first query
     passage_chars = settings.llm_passage_chars
     writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences,
@@ -160,7 +164,7 @@ def build_agents(
     return Agents(
         planner=QueryPlannerAgent(client if settings.planner == "llm" else None, subquery_max=settings.subquery_max,
                                   enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge),
-        searcher=build_searcher(settings, embed_model=embed_model, vector_store=vector_store),
+        searcher=searcher,
         reranker=reranker,
         writer=writer,
         verifier=VerifierAgent(reranker, client, min_overlap=settings.verify_min_overlap,

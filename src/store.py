@@ -17,7 +17,7 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client.http import models as rest
 
-from .config import Settings
+from .config import Settings, check_store_exists
 from .core.errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
 from .core.sparse import encode_documents, encode_queries
 
@@ -129,6 +129,8 @@ class LocalAwareQdrantVectorStore(QdrantVectorStore):
 def open_vector_store(
     settings: Settings, *, must_exist: bool = True, clients: tuple[QdrantClient, AsyncQdrantClient | None] | None = None
 ) -> QdrantVectorStore:
+    if must_exist and clients is None:
+        check_store_exists(settings)
     client, aclient = clients or open_qdrant(settings)
     if must_exist:
         if not client.collection_exists(settings.collection):

@@ -80,9 +80,24 @@ def test_a_bad_secret_setting_is_named_without_its_value() -> None:
 
 
 @pytest.mark.parametrize("command", [["query", QUESTION], ["serve", "--port", "0"]])
-def test_an_llm_without_its_key_is_one_line_not_a_traceback(command, capsys, monkeypatch) -> None:
+def test_an_llm_without_its_key_is_one_line_not_a_traceback(command, sample_env, capsys, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("DAGRAG_LLM", "openai:gpt-4o-mini")
     assert main(command) == 2
     error = capsys.readouterr().err
     assert error.strip() == "error: DAGRAG_LLM=openai:… needs OPENAI_API_KEY (or DAGRAG_LLM_API_KEY)"
+
+
+def test_the_default_store_is_in_the_users_data_directory_whatever_the_working_folder(tmp_path, monkeypatch,
+                                                                                       capsys) -> None:
+    from dagrag.config import Settings
+
+    monkeypatch.delenv("DAGRAG_QDRANT_PATH", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    assert Settings().qdrant_path == tmp_path / "data" / "dagrag" / "qdrant"
+    # Nothing ingested yet: the question is refused naming the place, and no folder is left anywhere.
+    assert main(["query", QUESTION]) == 2
+    error = capsys.readouterr().err
+    assert "nothing was ingested into" in error and str(tmp_path / "data" / "dagrag" / "qdrant") in error
+    assert list(tmp_path.iterdir()) == []
