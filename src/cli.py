@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 # The workflow, the models and the store load inside the commands that need them: `--help`, `--version` and
 # refused input answer at once.
 
+SKIPPED_SHOWN = 20  # files named one by one when a folder's ingest skips some
 console = Console(stderr=True)
 out = Console()
 
@@ -45,12 +46,20 @@ def _settings(args: argparse.Namespace) -> Settings:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .ingest import ingest_nodes, read_nodes
+    from .ingest import ingest_nodes, read_documents
     from .stack import build_embed_model
 
     settings = _settings(args)
-    nodes = read_nodes(Path(args.path))
-    console.print(f"[bold]{len(nodes)}[/] documents read from {args.path}")
+    read = read_documents(Path(args.path))
+    nodes = read.nodes
+    console.print(f"[bold]{len(nodes)}[/] passages read from {read.files_read} file(s) in {escape(args.path)}",
+                  soft_wrap=True)
+    if read.skipped:
+        console.print(f"[yellow]skipped {len(read.skipped)} file(s):[/]")
+        for skipped in read.skipped[:SKIPPED_SHOWN]:
+            console.print(f"  {escape(str(skipped.path))}: {escape(skipped.reason)}", highlight=False, soft_wrap=True)
+        if len(read.skipped) > SKIPPED_SHOWN:
+            console.print(f"  … and {len(read.skipped) - SKIPPED_SHOWN} more")
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
     with Progress(TextColumn("embedding + writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
@@ -59,7 +68,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         progress.update(task, completed=len(nodes))
     console.print(
         f"collection [bold]{report.collection}[/] at {settings.qdrant_location()}: "
-        f"{report.added} added, {report.already_present} already present ({report.seconds:.1f} s)")
+        f"{report.added} added, {report.already_present} already present ({report.seconds:.1f} s)", soft_wrap=True)
     return 0
 
 

@@ -10,11 +10,12 @@ interrupted ingest keeps what it wrote and the next run finishes the rest.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,9 @@ def _jsonl_nodes(path: Path, root: Path) -> Iterator[TextNode]:
 
 
 def _decoded(path: Path, data: bytes) -> str:
+    if b"\x00" in data:
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        raise IngestError(f"{path}:{line}: a NUL byte: a binary file, not text")
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
@@ -153,32 +157,85 @@ def _document_nodes(path: Path, root: Path, chunk_tokens: int) -> list[TextNode]
     return ordered
 
 
-def read_nodes(path: Path, *, chunk_tokens: int = 256) -> list[TextNode]:
-    """Every document under `path`, deduplicated; raises IngestError naming the file and line.
+@dataclass(frozen=True)
+class SkippedFile:
+    path: Path
+    reason: str
 
+
+@dataclass
+class ReadResult:
+    """What reading a file or folder gave: the nodes, how many files they came from, and every file left out."""
+
+    nodes: list[TextNode]
+    files_read: int
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def read_documents(path: Path, *, chunk_tokens: int = 256) -> ReadResult:
+    """Every document under `path`, deduplicated, and every file that was left out, with why.
+
+    A file given alone must be readable (IngestError names the file and line). In a folder, a file of another type
+    (`.rst`, `.py`, `.png`) or one that cannot be read (not UTF-8, a broken PDF, binary) is skipped and named, and
+    the rest is read; hidden files and folders (`.git`) are passed over. IngestError when nothing could be read.
     JSONL records become one node each, as they are; other documents are chunked along their structure into
     chunks of about `chunk_tokens` tokens (see `chunking`)."""
     if not path.exists():
         raise IngestError(f"{path}: no such file or folder")
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in (*DOCUMENT_SUFFIXES, ".jsonl") and p.is_file())
-        if not files:
-            raise IngestError(f"{path}: no .jsonl, {', '.join(DOCUMENT_SUFFIXES)} files in this folder")
-    else:
-        files = [path]
-    nodes: dict[str, TextNode] = {}
-    for file in files:
-        suffix = file.suffix.lower()
-        root = path if path.is_dir() else file
-        if suffix == ".jsonl":
-            found: Iterable[TextNode] = _jsonl_nodes(file, root)
-        elif suffix in DOCUMENT_SUFFIXES:
-            found = _document_nodes(file, root, chunk_tokens)
-        else:
-            raise IngestError(f"{file}: unsupported file type (use .jsonl, {', '.join(DOCUMENT_SUFFIXES)})")
-        for node in found:
-            nodes.setdefault(node.node_id, node)
-    return list(nodes.values())
+    supported = (*DOCUMENT_SUFFIXES, ".jsonl")
+    if not path.is_dir():
+        if path.suffix.lower() not in supported:
+            raise IngestError(f"{path}: unsupported file type (use .jsonl, {', '.join(DOCUMENT_SUFFIXES)})")
+        return ReadResult(nodes=_unique(_file_nodes(path, path, chunk_tokens)), files_read=1)
+    nodes: list[TextNode] = []
+    skipped: list[SkippedFile] = []
+    read = 0
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p, path)):
+        if file.suffix.lower() not in supported:
+            skipped.append(SkippedFile(file, f"not a type dagrag reads ({file.suffix or 'no suffix'})"))
+            continue
+        try:
+            found = _file_nodes(file, path, chunk_tokens)
+        except IngestError as error:
+            skipped.append(SkippedFile(file, _reason(str(error), file)))
+            continue
+        read += 1
+        nodes.extend(found)
+    if not read:
+        why = "; ".join(f"{s.path.name}: {s.reason}" for s in skipped[:5]) or "the folder is empty"
+        raise IngestError(f"{path}: no document could be read (.jsonl, {', '.join(DOCUMENT_SUFFIXES)}): {why}")
+    return ReadResult(nodes=_unique(nodes), files_read=read, skipped=skipped)
+
+
+def _unique(nodes: Iterable[TextNode]) -> list[TextNode]:
+    """Each node once (by id: its content), where it first occurs."""
+    unique: dict[str, TextNode] = {}
+    for node in nodes:
+        unique.setdefault(node.node_id, node)
+    return list(unique.values())
+
+
+def _reason(message: str, file: Path) -> str:
+    """An IngestError's message without the file it names first ("PATH:3: not UTF-8" → "line 3: not UTF-8")."""
+    rest = message.removeprefix(str(file))
+    line = re.match(r":(\d+): ", rest)
+    return f"line {line.group(1)}: {rest[line.end():]}" if line else rest.removeprefix(": ")
+
+
+def _file_nodes(file: Path, root: Path, chunk_tokens: int) -> list[TextNode]:
+    """One file's nodes (read whole, so a file that fails halfway adds nothing)."""
+    if file.suffix.lower() == ".jsonl":
+        return list(_jsonl_nodes(file, root))
+    return _document_nodes(file, root, chunk_tokens)
+
+
+def read_nodes(path: Path, *, chunk_tokens: int = 256) -> list[TextNode]:
+    """The nodes of `read_documents` (files it skips are left out)."""
+    return read_documents(path, chunk_tokens=chunk_tokens).nodes
 
 
 def existing_ids(client: QdrantClient, collection: str, ids: list[str], batch: int = 512) -> set[str]:

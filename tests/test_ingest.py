@@ -180,3 +180,48 @@ def test_a_passage_names_its_file_as_the_reader_knows_it_not_where_it_sat_on_the
     assert by_title == {"Ed Wood": "wiki/films.jsonl:1", "Notes": "https://ex.org/n", "Guide": "guide.md"}
     [one_file] = [n.metadata["source"] for n in read_nodes(folder / "wiki" / "films.jsonl") if n.text.startswith("Ed")]
     assert one_file == "films.jsonl:1"
+
+
+def test_a_folder_ingest_reads_what_it_can_and_names_every_file_it_skipped(tmp_path, monkeypatch, capsys):
+    from dagrag.ingest import read_documents
+
+    docs = tmp_path / "docs"
+    (docs / ".git").mkdir(parents=True)
+    (docs / "guide.md").write_text("# Guide\n\nWidgets are configured in widgets.toml.\n", encoding="utf-8")
+    (docs / "notes.txt").write_bytes(b"first line\nsecond\x00line\n")
+    (docs / "latin1.md").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    (docs / "api.rst").write_text("API\n===\n\nText.\n", encoding="utf-8")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    (docs / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+
+    read = read_documents(docs)
+    assert read.files_read == 1 and [n.metadata["title"] for n in read.nodes] == ["Guide"]
+    reasons = {s.path.name: s.reason for s in read.skipped}
+    assert reasons == {
+        "api.rst": "not a type dagrag reads (.rst)",
+        "broken.pdf": reasons["broken.pdf"],
+        "latin1.md": "line 1: not UTF-8 text (byte 0xe9)",
+        "notes.txt": "line 2: a NUL byte: a binary file, not text",
+    }
+    assert reasons["broken.pdf"].startswith("not a readable PDF")  # and no pypdf warning on the terminal
+
+    monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "q"))
+    assert main(["ingest", str(docs)]) == 0
+    err = capsys.readouterr().err
+    assert "1 passages read from 1 file(s)" in err and "skipped 4 file(s):" in err
+    assert f"{docs / 'notes.txt'}: line 2: a NUL byte" in err and "EOF marker" not in err and ".git" not in err
+    assert f"at {tmp_path / 'q'}: 1 added" in err
+
+
+def test_a_file_given_alone_must_be_readable_and_a_folder_with_nothing_readable_is_refused(tmp_path):
+    from dagrag.ingest import read_documents
+
+    lone = tmp_path / "notes.txt"
+    lone.write_bytes(b"x\x00y")
+    with pytest.raises(IngestError, match="notes.txt:1: a NUL byte"):
+        read_documents(lone)
+    folder = tmp_path / "only-rst"
+    folder.mkdir()
+    (folder / "index.rst").write_text("Title\n=====\n", encoding="utf-8")
+    with pytest.raises(IngestError, match=r"no document could be read .*index.rst: not a type dagrag reads \(.rst\)"):
+        read_documents(folder)

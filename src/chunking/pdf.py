@@ -9,7 +9,10 @@ every chunk has an empty section. A page without a text layer (a scan) gives not
 from __future__ import annotations
 
 import io
+import logging
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pypdf import PdfReader
@@ -83,8 +86,26 @@ def _section_starts(lines: list[str], entries: list[tuple[str, tuple[str, ...]]]
     return begins, headings
 
 
+@contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """pypdf logs what it repairs ("EOF marker not found") as warnings: the file is read, or refused with its
+    own error; the warnings only reach the user's terminal as noise."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def pdf_blocks(data: bytes) -> tuple[str | None, list[Block]]:
     """The title (document information, else the outline's root) and the paragraphs of every page."""
+    with _quiet_pypdf():
+        return _pdf_blocks(data)
+
+
+def _pdf_blocks(data: bytes) -> tuple[str | None, list[Block]]:
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
