@@ -192,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dagrag", description="Multi-hop question answering over a Qdrant collection.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-    ingest = commands.add_parser("ingest", help="add documents (JSONL, or a folder of .txt/.md) to the collection")
+    ingest = commands.add_parser(
+        "ingest", help="add documents to the collection: a JSONL file, a document, or a folder of them "
+        "(.md, .markdown, .txt, .html, .htm, .pdf, .jsonl); files of other types are skipped and named")
     ingest.add_argument("path")
     ingest.add_argument("--collection", help="collection name (default: DAGRAG_COLLECTION or 'dagrag')")
     ingest.set_defaults(func=cmd_ingest)
