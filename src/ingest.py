@@ -131,7 +131,10 @@ def _chunked(path: Path, chunk_tokens: int) -> ChunkedDocument:
         except UnreadablePdfError as error:
             raise IngestError(f"{path}: {error}") from None
     if suffix in HTML_SUFFIXES:
-        return chunk_html(data, chunk_tokens=chunk_tokens)   # the page's own meta tags name its encoding
+        try:
+            return chunk_html(data, chunk_tokens=chunk_tokens)   # the page's own meta tags name its encoding
+        except RecursionError:  # markdownify walks the tree recursively: 500 nested <div>s exhaust the stack
+            raise IngestError(f"{path}: the HTML is nested too deeply to convert") from None
     chunker = chunk_markdown if suffix in MARKDOWN_SUFFIXES else chunk_plain_text
     return chunker(_decoded(path, data), chunk_tokens=chunk_tokens)
 

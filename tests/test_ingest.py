@@ -218,10 +218,24 @@ def test_a_file_given_alone_must_be_readable_and_a_folder_with_nothing_readable_
 
     lone = tmp_path / "notes.txt"
     lone.write_bytes(b"x\x00y")
-    with pytest.raises(IngestError, match="notes.txt:1: a NUL byte"):
+    with pytest.raises(IngestError, match=r"notes\.txt:1: a NUL byte"):
         read_documents(lone)
     folder = tmp_path / "only-rst"
     folder.mkdir()
     (folder / "index.rst").write_text("Title\n=====\n", encoding="utf-8")
     with pytest.raises(IngestError, match=r"no document could be read .*index.rst: not a type dagrag reads \(.rst\)"):
         read_documents(folder)
+
+
+def test_html_nested_too_deeply_is_one_skipped_file_not_a_crash(tmp_path):
+    from dagrag.ingest import read_documents
+
+    docs = tmp_path / "site"
+    docs.mkdir()
+    (docs / "deep.html").write_text("<html><body>" + "<div>" * 3000 + "x" + "</div>" * 3000 + "</body></html>",
+                                    encoding="utf-8")
+    (docs / "index.html").write_text("<html><body><h1>Home</h1><p>Welcome to the widget docs.</p></body></html>",
+                                     encoding="utf-8")
+    read = read_documents(docs)
+    assert [s.reason for s in read.skipped] == ["the HTML is nested too deeply to convert"]
+    assert read.files_read == 1 and read.nodes[0].metadata["title"] == "Home"
