@@ -599,3 +599,10 @@ async def test_qdrant_failing_mid_load_degrades_then_recovers(live: LiveServer):
         assert {r.status_code for r in recovered} == {200} and all(evidence(r) for r in recovered)
         metrics = (await http.get("/metrics")).text
         assert 'dagrag_degradations_total{agent="searcher"}' in metrics
+
+
+@pytest.mark.parametrize("body", ["[1]", '"x"', "null", "3"])
+def test_an_event_body_that_is_not_a_json_object_is_a_422_naming_the_body_not_a_500(client: httpx.Client, body: str):
+    answer = client.post("/events/some-handler", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422 and answer.json()["field"] == "body"
+    assert "expected a JSON object" in answer.json()["detail"]

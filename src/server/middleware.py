@@ -33,6 +33,7 @@ WORKFLOW_NAME = "dagrag"  # the QueryWorkflow's name on the WorkflowServer
 OPEN_PATHS = frozenset({"/health"})  # liveness needs no key: load balancers and orchestrators probe it
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 WORKFLOW_RUN = re.compile(r"^/workflows/(?P<name>[^/]+)/(?P<kind>run|run-nowait)$")
+EVENTS_ROUTE = re.compile(r"^/events/[^/]+$")  # WorkflowServer: send an event to a running handler
 START_EVENT_FIELDS = frozenset(QueryStarted.model_fields)  # query, history, plan
 MAX_HANDLER_ID_CHARS = 128
 # Route templates for metrics and logs: a label per template, never per handler id.
@@ -153,6 +154,14 @@ class ServerMiddleware:
                 return
         replay = _replaying(body, receive)
 
+        if scope["method"] == "POST" and EVENTS_ROUTE.match(path):
+            try:  # WorkflowServer reads the body with .get(): a list, string or null there was a 500
+                sent = parse_json(body)
+                if not isinstance(sent, dict):
+                    raise BadRequest(422, "body", f"expected a JSON object, got {type(sent).__name__}")
+            except BadRequest as error:
+                await send_json(send, error.status, error.body())
+                return
         run = WORKFLOW_RUN.match(path) if scope["method"] == "POST" else None
         if run is None or run.group("name") != WORKFLOW_NAME:  # another name: the WorkflowServer's 404
             await self.app(scope, replay, send)
