@@ -281,4 +281,5 @@ def check_store_exists(settings: Settings) -> None:
     if not settings.qdrant_url and str(folder) != ":memory:" and not folder.exists():
         raise CollectionNotFoundError(
             f"collection {settings.collection!r} does not exist: nothing was ingested into "
-            f"{settings.qdrant_location()} (DAGRAG_QDRANT_PATH); ingest documents first: dagrag ingest PATH")
+            f"{settings.qdrant_location()} (DAGRAG_QDRANT_PATH); ingest documents first: dagrag ingest PATH",
+            collection=settings.collection)

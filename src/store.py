@@ -136,7 +136,7 @@ def open_vector_store(
         if not client.collection_exists(settings.collection):
             raise CollectionNotFoundError(
                 f"collection {settings.collection!r} does not exist at {settings.qdrant_location()}; "
-                f"ingest documents first: dagrag ingest PATH")
+                f"ingest documents first: dagrag ingest PATH", collection=settings.collection)
         check_collection_model(client, settings.collection, settings.embed_model)
     exists = client.collection_exists(settings.collection)
     sparse = exists and has_sparse_vectors(client, settings.collection)

@@ -211,9 +211,11 @@ def test_search_rewrites_messages_into_a_standalone_question(client: httpx.Clien
     assert "Shirley Temple" in {m["title"] for m in found["metadatas"][0]}
 
 
-def test_search_of_an_unknown_collection_is_404_naming_it(client: httpx.Client):
+def test_search_of_an_unknown_collection_is_404_naming_it_and_not_where_the_store_is(client: httpx.Client):
     response = client.post("/search", json={"queries": ["x y z"], "collection_names": ["sample", "nowhere_9"]})
-    assert response.status_code == 404 and "nowhere_9" in response.json()["detail"]
+    assert response.status_code == 404
+    assert response.json()["detail"] == ("collection 'nowhere_9' does not exist on this server; "
+                                         "ingest documents into it first")
 
 
 def test_workflow_server_runs_the_workflow_and_streams_its_events(client: httpx.Client):

@@ -16,7 +16,12 @@ class QdrantUnavailableError(DagragError, ConnectionError):
 
 
 class CollectionNotFoundError(DagragError, LookupError):
-    """The collection to search does not exist (nothing was ingested)."""
+    """The collection to search does not exist (nothing was ingested). `collection` names it, so a server can say
+    which without repeating the message, which names the store's folder or URL."""
+
+    def __init__(self, message: str, *, collection: str | None = None) -> None:
+        super().__init__(message)
+        self.collection = collection
 
 
 class IngestError(DagragError, ValueError):

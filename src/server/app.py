@@ -143,8 +143,19 @@ def error_response(error: Exception, request: Request) -> JSONResponse:
         logger.error("request %s failed", request_id, exc_info=error)
         return JSONResponse({"detail": f"internal error ({type(error).__name__}); request id {request_id}"},
                             status_code=500)
-    message = str(error) if isinstance(error, DagragError) else f"the query timed out ({error})"
+    message = public_message(error)
     return JSONResponse({"detail": message}, status_code=status)
+
+
+def public_message(error: Exception) -> str:
+    """What a client may read: never the store's folder or URL (the log has them)."""
+    if isinstance(error, CollectionNotFoundError):
+        name = f"collection {error.collection!r}" if error.collection else "the collection"
+        return f"{name} does not exist on this server; ingest documents into it first"
+    if isinstance(error, QdrantUnavailableError):
+        logger.warning("vector store unavailable: %s", error)
+        return "the vector store is unavailable; see /health/ready and the server log"
+    return str(error) if isinstance(error, DagragError) else f"the query timed out ({error})"
 
 
 # --- routes ------------------------------------------------------------------------------------------

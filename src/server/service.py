@@ -8,6 +8,7 @@ events, so one instance serves concurrent runs). Per-request state lives in the 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections import OrderedDict, deque
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 # Workflows over (collection, k) for /search are built on first use and kept; a bound keeps a client that
 # asks for every k from 1 to 100 from growing the cache without end.
 SEARCH_WORKFLOW_CACHE = 64
+
+logger = logging.getLogger("dagrag.server")
 
 
 class RunSlotsBusy(Exception):
@@ -253,10 +256,11 @@ class DagragService:
             exists = await asyncio.wait_for(asyncio.to_thread(client.collection_exists, self.settings.collection),
                                             timeout=self.settings.qdrant_timeout_s)
         except Exception as error:
-            return f"Qdrant at {self.settings.qdrant_location()} does not answer ({type(error).__name__}: {error})"
+            # Names neither the folder nor the URL: a probe's answer is public; the log has the place.
+            logger.warning("Qdrant at %s does not answer: %s", self.settings.qdrant_location(), error)
+            return f"the vector store does not answer ({type(error).__name__})"
         if not exists:
-            return (f"collection {self.settings.collection!r} does not exist at {self.settings.qdrant_location()}; "
-                    "run dagrag ingest PATH")
+            return f"collection {self.settings.collection!r} does not exist; run dagrag ingest PATH"
         return None
 
     def record(self, result: QueryResult) -> list[str]:
@@ -269,4 +273,5 @@ class DagragService:
 
 
 def missing_collection(name: str, settings: Settings) -> CollectionNotFoundError:
-    return CollectionNotFoundError(f"collection {name!r} does not exist at {settings.qdrant_location()}")
+    return CollectionNotFoundError(f"collection {name!r} does not exist at {settings.qdrant_location()}",
+                                   collection=name)
