@@ -188,3 +188,8 @@ def test_a_docs_answer_matches_when_it_quotes_every_evidence_passage():
     assert eval_script.score(example, quoted, [], [], NoTokens(), {})["match"] == 1.0
     assert eval_script.score(example, "It requires Python 3.11. [1]", [], [], NoTokens(), {})["match"] == 0.0
     assert eval_script.score(example, "You need Python 3.10 or newer.", [], [], NoTokens(), {})["match"] == 1.0
+    # Both sides as a reader sees them: the answer need not repeat a link's target or a doctest prompt.
+    linked = Example(id="d2", question="q", answers=["-"], type="code", paragraphs=[], documents=["a.md"],
+                     evidence=[">>> md.convert(text)  # see [the API](api.md#convert)"])
+    said = "Writing extensions: md.convert(text)  # see the API [1]"
+    assert eval_script.score(linked, said, [], [], NoTokens(), {})["match"] == 1.0
