@@ -19,9 +19,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from .config import Settings, check_store_exists, settings_problems
+from .config import Settings, settings_problems
 from .core.errors import DagragError
 from .core.inputs import check_question
+from .core.store_location import check_store_exists
 
 if TYPE_CHECKING:
     from .core.result import QueryResult

@@ -15,8 +15,6 @@ import platformdirs
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from .core.errors import CollectionNotFoundError
-
 ENV_PREFIX = "DAGRAG_"
 LLM_KINDS = ("none", "openai", "openai-like")
 EMBED_KINDS = ("local", "sentence-transformers", "openai")
@@ -271,15 +269,3 @@ def settings_problems(error: ValidationError) -> str:
         message = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
         lines.append(f"{name}{shown}: {message[:1].lower()}{message[1:]}")
     return "\n".join(lines)
-
-
-def check_store_exists(settings: Settings) -> None:
-    """Raise CollectionNotFoundError when the embedded store's folder does not exist: nothing was ingested there.
-    Opening it would create the folder, and leave an empty one behind wherever a user happened to ask. Cheap: the
-    CLI asks before it loads the workflow and the models."""
-    folder = Path(settings.qdrant_path).expanduser()
-    if not settings.qdrant_url and str(folder) != ":memory:" and not folder.exists():
-        raise CollectionNotFoundError(
-            f"collection {settings.collection!r} does not exist: nothing was ingested into "
-            f"{settings.qdrant_location()} (DAGRAG_QDRANT_PATH); ingest documents first: dagrag ingest PATH",
-            collection=settings.collection)

@@ -27,9 +27,10 @@ from .agents.resolver import ReferenceResolverAgent
 from .agents.searcher import SearcherAgent
 from .agents.verifier import VerifierAgent
 from .agents.writer import WriterAgent
-from .config import Settings, check_store_exists, split_spec
+from .config import Settings, split_spec
 from .core.errors import ConfigurationError
 from .core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
+from .core.store_location import check_store_exists
 from .core.text import load_sentence_model
 from .llm import LLMClient, RetryPolicy
 from .store import open_qdrant, open_vector_store

@@ -17,9 +17,10 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client.http import models as rest
 
-from .config import Settings, check_store_exists
+from .config import Settings
 from .core.errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
 from .core.sparse import encode_documents, encode_queries
+from .core.store_location import check_store_exists
 
 EMBED_MODEL_KEY = "dagrag_embed_model"
 EMBED_DIM_KEY = "dagrag_embed_dim"

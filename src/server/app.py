@@ -154,7 +154,7 @@ def public_message(error: Exception) -> str:
         return f"{name} does not exist on this server; ingest documents into it first"
     if isinstance(error, QdrantUnavailableError):
         logger.warning("vector store unavailable: %s", error)
-        return "the vector store is unavailable; see /health/ready and the server log"
+        return "the vector store is unavailable (the search failed); see /health/ready and the server log"
     return str(error) if isinstance(error, DagragError) else f"the query timed out ({error})"
 
 
