@@ -185,6 +185,41 @@ def plot(path: Path) -> None:
     plt.close(figure)
 
 
+def answers_plot(path: Path) -> None:
+    """What the answers say at budget 4, per set: single's and dag's match, and how often dag abstained on the
+    answerable questions and on the out-of-collection ones, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in records() if r["budget"] == OOC_BUDGET and "match" in r["systems"]["dag"]]
+    names = [BY_NAME[r["set"]].description.replace(" (first 120)", "\n(first 120)").replace(" docs", "\ndocs")
+             + ("\n(held out)" if r["held_out"] else "") for r in rows]
+    figure, (matches, abstaining) = plt.subplots(1, 2, figsize=(11, 4.2))
+    where = range(len(rows))
+    for offset, system, colour in ((-0.2, "single", "#9aa5b1"), (0.2, "dag", "#2f6fb0")):
+        matches.bar([x + offset for x in where], [r["systems"][system]["match"] for r in rows], width=0.4,
+                    label=system, color=colour)
+    matches.set_title(f"answer holds the gold answer (budget {OOC_BUDGET})")
+    answerable = [r["systems"]["dag"].get("abstained", 0.0) for r in rows]
+    outside = [r["systems"]["dag"]["by_type"].get("out-of-collection", {}).get("abstained", 0.0) for r in rows]
+    abstaining.bar([x - 0.2 for x in where], answerable, width=0.4, label="answerable questions", color="#c9a227")
+    abstaining.bar([x + 0.2 for x in where], outside, width=0.4, label="out-of-collection questions",
+                   color="#7a3b8f")
+    abstaining.set_title("dag abstained")
+    for axis in (matches, abstaining):
+        axis.set_xticks(list(where), names, fontsize=7, rotation=25, ha="right")
+        axis.set_ylim(0, 1.25)  # room above the bars for the legend
+        axis.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+        axis.grid(axis="y", alpha=0.3)
+        axis.legend(loc="upper left", fontsize=8, ncol=2)
+    figure.suptitle("what the answers say, every benchmark set (experiments/results/all-sets)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def with_table(document: str, rendered: str, start: str = START, end: str = END) -> str:
     """The document with the block between the markers replaced by `rendered` (the markers must be present)."""
     before, rest = document.split(start, 1)
@@ -200,6 +235,7 @@ def with_tables(document: str) -> str:
 def write_readme() -> None:
     README.write_text(with_tables(README.read_text(encoding="utf-8")), encoding="utf-8")
     plot(RESULTS / "all-sets.png")
+    answers_plot(RESULTS / "all-answers.png")
 
 
 def main(argv: list[str] | None = None) -> int:
