@@ -97,7 +97,7 @@ async def _run_query(settings: Settings, question: str, show_progress: bool) -> 
 
 
 def render(result: QueryResult) -> None:
-    from .core.sources import source_title
+    from .core.sources import source_location, source_title
 
     out.print(Panel(result.answer, title="Answer", title_align="left", border_style="green"))
     plan = Tree(f"[bold]Plan[/] ({result.plan.origin.value}, {result.path} path)")
@@ -125,11 +125,13 @@ def render(result: QueryResult) -> None:
     out.print(plan)
 
     sources = Table(title="Sources", title_justify="left")
-    for column in ("#", "subquery", "rank", "score", "title", "passage"):
+    located = any(source_location(source) for source in result.sources)
+    for column in ("#", "subquery", "rank", "score", "title > section", *(["where"] if located else []), "passage"):
         sources.add_column(column, overflow="fold")
     for n, source in enumerate(result.sources, start=1):
+        where = [escape(source_location(source))] if located else []
         sources.add_row(str(n), ",".join(source.subquery_ids), str(source.rank_in_subquery), f"{source.score:.3f}",
-                        source_title(source), textwrap.shorten(source.text, 160, placeholder="…"))
+                        escape(source_title(source)), *where, textwrap.shorten(source.text, 160, placeholder="…"))
     out.print(sources)
 
     features = result.retrieval_confidence_features

@@ -101,3 +101,34 @@ def test_the_default_store_is_in_the_users_data_directory_whatever_the_working_f
     error = capsys.readouterr().err
     assert "nothing was ingested into" in error and str(tmp_path / "data" / "dagrag" / "qdrant") in error
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_sources_table_says_where_each_passage_is(tmp_path, monkeypatch, capsys) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "install.md").write_text(
+        "# Installing Quillpress\n\nIntro line.\n\n## From a wheel\n\nRun `pip install quillpress` to install the "
+        "Quillpress wheel; it needs Python 3.11 or newer.\n", encoding="utf-8")
+    monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "qdrant"))
+    monkeypatch.setenv("DAGRAG_COLLECTION", "where")
+    assert main(["ingest", str(docs)]) == 0
+    capsys.readouterr()
+    assert main(["query", "Which Python version does the Quillpress wheel need?", "--no-dag"]) == 0
+    printed = capsys.readouterr().out
+    table = printed[printed.index("Sources"):]
+    assert "where" in table and "install.md:7" in table  # the file and the line the passage starts on
+    assert "Quillpress >" in table and "From a wheel" in table  # title > section, folded into its column
+
+
+def test_a_location_names_the_file_and_its_line_or_page_and_nothing_for_a_record_without_a_file() -> None:
+    from dagrag.core.result import Source
+    from dagrag.core.sources import source_location
+
+    def at(**metadata: object) -> str:
+        return source_location(Source(node_id="n", text="t", metadata=metadata, score=1.0, subquery_id="s1",
+                                      rank_in_subquery=1, subquery_ids=["s1"]))
+
+    assert at(source="guide/config.md", line=42) == "guide/config.md:42"
+    assert at(source="manual.pdf", page=3) == "manual.pdf p. 3"
+    assert at(source="notes.jsonl") == "notes.jsonl"
+    assert at(title="A paragraph") == ""

@@ -27,6 +27,18 @@ def source_title(source: Source) -> str:
     return f"{title} > {section}" if section else title
 
 
+def source_location(source: Source) -> str:
+    """Where a passage sits in what was ingested: "docs/config.md:42" (file and line), "manual.pdf p. 3" (a PDF's
+    page), the file alone (a JSONL record), or "" when the passage names no file (a node a caller built)."""
+    file = str(source.metadata.get("source") or "")
+    line, page = source.metadata.get("line"), source.metadata.get("page")
+    if not file:
+        return ""
+    if line is not None:
+        return f"{file}:{line}"
+    return f"{file} p. {page}" if page is not None else file
+
+
 def shortened(text: str, max_chars: int | None) -> str:
     """`text` cut to at most `max_chars` characters at a word boundary, marked with "…"."""
     if max_chars is None or len(text) <= max_chars:
