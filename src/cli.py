@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # refused input answer at once.
 
 SKIPPED_SHOWN = 20  # files named one by one when a folder's ingest skips some
+INGESTED_WITH_SKIPS = 3  # exit status of an ingest that wrote what it could read but skipped some files
 console = Console(stderr=True)
 out = Console()
 
@@ -47,11 +48,12 @@ def _settings(args: argparse.Namespace) -> Settings:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .ingest import ingest_nodes, read_documents
+    from .core.errors import IngestError
+    from .ingest import SizeLimits, ingest_nodes, read_documents
     from .stack import build_embed_model
 
     settings = _settings(args)
-    read = read_documents(Path(args.path))
+    read = read_documents(Path(args.path), limits=SizeLimits.from_settings(settings))
     nodes = read.nodes
     console.print(f"[bold]{len(nodes)}[/] passages read from {read.files_read} file(s) in {escape(args.path)}",
                   soft_wrap=True)
@@ -61,6 +63,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             console.print(f"  {escape(str(skipped.path))}: {escape(skipped.reason)}", highlight=False, soft_wrap=True)
         if len(read.skipped) > SKIPPED_SHOWN:
             console.print(f"  … and {len(read.skipped) - SKIPPED_SHOWN} more")
+        if args.strict:
+            raise IngestError(f"{args.path}: {len(read.skipped)} file(s) would be skipped, and --strict refuses the "
+                              "folder; nothing was written")
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
     with Progress(TextColumn("embedding + writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
@@ -70,7 +75,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     console.print(
         f"collection [bold]{report.collection}[/] at {settings.qdrant_location()}: "
         f"{report.added} added, {report.already_present} already present ({report.seconds:.1f} s)", soft_wrap=True)
-    return 0
+    return INGESTED_WITH_SKIPS if read.skipped else 0
 
 
 async def _run_query(settings: Settings, question: str, show_progress: bool) -> QueryResult:
@@ -197,9 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     ingest = commands.add_parser(
         "ingest", help="add documents to the collection: a JSONL file, a document, or a folder of them "
-        "(.md, .markdown, .txt, .html, .htm, .pdf, .jsonl); files of other types are skipped and named")
+        "(.md, .markdown, .txt, .html, .htm, .pdf, .jsonl); files of other types, unreadable ones and ones over "
+        "DAGRAG_INGEST_MAX_FILE_MB are skipped and named, and the exit status is then 3 (--strict: refused)")
     ingest.add_argument("path")
     ingest.add_argument("--collection", help="collection name (default: DAGRAG_COLLECTION or 'dagrag')")
+    ingest.add_argument("--strict", action="store_true",
+                        help="refuse the folder, writing nothing, if any file in it would be skipped")
     ingest.set_defaults(func=cmd_ingest)
     query = commands.add_parser("query", help="answer a question")
     query.add_argument("question")

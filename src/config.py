@@ -85,6 +85,12 @@ class Settings(BaseSettings):
         description="`local:all-MiniLM-L6-v2` (bundled), `sentence-transformers:<name|path>`, `openai:<model>`.",
     )
     embed_batch_size: int = Field(64, ge=1, le=4096)
+    ingest_max_file_mb: float = Field(
+        25, ge=0, description="A file larger than this many megabytes is not ingested (skipped in a folder, refused "
+        "alone); 0 = no limit. A huge file becomes tens of thousands of chunks held in memory at once.")
+    ingest_max_total_mb: float = Field(
+        500, ge=0, description="One ingest refuses a file or folder whose readable files add up to more megabytes "
+        "than this, before reading anything; 0 = no limit.")
     reranker: str = Field(
         f"onnx:{BUNDLED_RERANKER}",
         description="`onnx:ms-marco-MiniLM-L-12-v2` (bundled INT8) or `cross-encoder:<name|path>`.",

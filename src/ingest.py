@@ -179,28 +179,69 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
-def read_documents(path: Path, *, chunk_tokens: int = 256) -> ReadResult:
+MEGABYTE = 1_000_000
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """How much one ingest reads, in megabytes (0 = no limit): per file, and all files together."""
+
+    max_file_mb: float = 0
+    max_total_mb: float = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SizeLimits:
+        return cls(max_file_mb=settings.ingest_max_file_mb, max_total_mb=settings.ingest_max_total_mb)
+
+    def file_too_large(self, size: int) -> str | None:
+        """Why a file of `size` bytes is not read, or None."""
+        if self.max_file_mb and size > self.max_file_mb * MEGABYTE:
+            return f"{size / MEGABYTE:.1f} MB, over DAGRAG_INGEST_MAX_FILE_MB={self.max_file_mb:g}"
+        return None
+
+    def check_total(self, path: Path, sizes: Iterable[int]) -> None:
+        """IngestError when the files to read add up to more than the limit (nothing has been read yet)."""
+        total = sum(sizes)
+        if self.max_total_mb and total > self.max_total_mb * MEGABYTE:
+            raise IngestError(
+                f"{path}: {total / MEGABYTE:.1f} MB of documents to read, over DAGRAG_INGEST_MAX_TOTAL_MB="
+                f"{self.max_total_mb:g}; ingest the folder in parts, or raise the limit")
+
+
+def read_documents(path: Path, *, chunk_tokens: int = 256, limits: SizeLimits = SizeLimits()) -> ReadResult:
     """Every document under `path`, deduplicated, and every file that was left out, with why.
 
     A file given alone must be readable (IngestError names the file and line). In a folder, a file of another type
-    (`.rst`, `.py`, `.png`) or one that cannot be read (not UTF-8, a broken PDF, binary) is skipped and named, and
-    the rest is read; hidden files and folders (`.git`) are passed over. IngestError when nothing could be read.
-    JSONL records become one node each, as they are; other documents are chunked along their structure into
-    chunks of about `chunk_tokens` tokens (see `chunking`)."""
+    (`.rst`, `.py`, `.png`), one over `limits.max_file_mb`, or one that cannot be read (not UTF-8, a broken PDF,
+    binary) is skipped and named, and the rest is read; hidden files and folders (`.git`) are passed over.
+    IngestError when nothing could be read, or when the files to read add up to more than `limits.max_total_mb`
+    (checked before any is read). JSONL records become one node each, as they are; other documents are chunked
+    along their structure into chunks of about `chunk_tokens` tokens (see `chunking`)."""
     if not path.exists():
         raise IngestError(f"{path}: no such file or folder")
     supported = (*DOCUMENT_SUFFIXES, ".jsonl")
     if not path.is_dir():
         if path.suffix.lower() not in supported:
             raise IngestError(f"{path}: unsupported file type (use .jsonl, {', '.join(DOCUMENT_SUFFIXES)})")
+        size = path.stat().st_size
+        too_large = limits.file_too_large(size)
+        if too_large:
+            raise IngestError(f"{path}: {too_large}")
+        limits.check_total(path, [size])
         return ReadResult(nodes=_unique(_file_nodes(path, path, chunk_tokens)), files_read=1)
     nodes: list[TextNode] = []
     skipped: list[SkippedFile] = []
-    read = 0
+    to_read: list[Path] = []
     for file in sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p, path)):
         if file.suffix.lower() not in supported:
             skipped.append(SkippedFile(file, f"not a type dagrag reads ({file.suffix or 'no suffix'})"))
-            continue
+        elif too_large := limits.file_too_large(file.stat().st_size):
+            skipped.append(SkippedFile(file, too_large))
+        else:
+            to_read.append(file)
+    limits.check_total(path, (file.stat().st_size for file in to_read))
+    read = 0
+    for file in to_read:
         try:
             found = _file_nodes(file, path, chunk_tokens)
         except IngestError as error:

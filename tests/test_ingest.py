@@ -206,7 +206,10 @@ def test_a_folder_ingest_reads_what_it_can_and_names_every_file_it_skipped(tmp_p
     assert reasons["broken.pdf"].startswith("not a readable PDF")  # and no pypdf warning on the terminal
 
     monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "q"))
-    assert main(["ingest", str(docs)]) == 0
+    assert main(["ingest", str(docs), "--strict"]) == 2  # refused: nothing written
+    assert "4 file(s) would be skipped, and --strict refuses the folder" in capsys.readouterr().err
+    assert not (tmp_path / "q").exists()
+    assert main(["ingest", str(docs)]) == 3  # written, but the exit status says files were skipped
     err = capsys.readouterr().err
     assert "1 passages read from 1 file(s)" in err and "skipped 4 file(s):" in err
     assert f"{docs / 'notes.txt'}: line 2: a NUL byte" in err and "EOF marker" not in err and ".git" not in err
@@ -239,3 +242,27 @@ def test_html_nested_too_deeply_is_one_skipped_file_not_a_crash(tmp_path):
     read = read_documents(docs)
     assert [s.reason for s in read.skipped] == ["the HTML is nested too deeply to convert"]
     assert read.files_read == 1 and read.nodes[0].metadata["title"] == "Home"
+
+
+def test_size_limits_skip_a_file_too_large_and_refuse_an_ingest_too_large_before_reading_anything(
+        tmp_path, monkeypatch, capsys):
+    from dagrag.ingest import SizeLimits, read_documents
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "small.md").write_text("# Small\n\nWidgets are configured in widgets.toml.\n", encoding="utf-8")
+    (docs / "huge.txt").write_text("A line of a very long log.\n" * 80_000, encoding="utf-8")  # ~2.2 MB
+    read = read_documents(docs, limits=SizeLimits(max_file_mb=1))
+    assert [n.metadata["title"] for n in read.nodes] == ["Small"]
+    assert [(s.path.name, s.reason) for s in read.skipped] == [("huge.txt", "2.2 MB, over DAGRAG_INGEST_MAX_FILE_MB=1")]
+    with pytest.raises(IngestError, match=r"huge\.txt: 2\.2 MB, over DAGRAG_INGEST_MAX_FILE_MB=1"):
+        read_documents(docs / "huge.txt", limits=SizeLimits(max_file_mb=1))
+    with pytest.raises(IngestError, match=r"docs: 2\.2 MB of documents to read, over DAGRAG_INGEST_MAX_TOTAL_MB=2"):
+        read_documents(docs, limits=SizeLimits(max_total_mb=2))
+    assert len(read_documents(docs).nodes) > 1  # no limits: everything is read
+
+    monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "q"))
+    monkeypatch.setenv("DAGRAG_INGEST_MAX_TOTAL_MB", "2")
+    assert main(["ingest", str(docs)]) == 2
+    assert "over DAGRAG_INGEST_MAX_TOTAL_MB=2; ingest the folder in parts" in capsys.readouterr().err
+    assert not (tmp_path / "q").exists()
