@@ -528,6 +528,27 @@ def test_metrics_count_requests_stages_and_runs(client: httpx.Client):
     assert "dagrag_runs_in_flight 0.0" in text
 
 
+def test_a_client_that_leaves_mid_body_is_counted_as_gone_not_as_a_server_error(
+        live: LiveServer, client: httpx.Client, caplog: pytest.LogCaptureFixture):
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(live.url)
+    with caplog.at_level("INFO", logger=access_log.name):
+        with socket.create_connection((url.hostname, url.port), timeout=HANG_GUARD_S) as raw:
+            raw.sendall(f"POST /search HTTP/1.1\r\nHost: {url.netloc}\r\nAuthorization: Bearer {KEY}\r\n"
+                        "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n{\"question\": ".encode())
+        waited = time.monotonic()
+        while not any("client_left" in r.getMessage() for r in caplog.records) and time.monotonic() - waited < 5:
+            time.sleep(0.01)
+    [line] = [json.loads(r.getMessage()) for r in caplog.records
+              if r.name == access_log.name and "client_left" in r.getMessage()]
+    assert line["route"] == "/search" and line["status"] == 499
+    text = client.get("/metrics").text
+    assert 'dagrag_requests_total{method="POST",route="/search",status="499"}' in text
+    assert 'route="/search",status="500"' not in text
+
+
 # --- load and faults (slow) ------------------------------------------------------------------------------------
 
 LOAD_QUESTIONS = [" ".join(r["question"].split()) for r in sample_records()[:10]]

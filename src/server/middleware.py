@@ -30,6 +30,9 @@ from .service import PENDING_SLOT, DagragService, RunSlotsBusy, SlotGrant
 access_log = logging.getLogger("dagrag.server.access")
 
 WORKFLOW_NAME = "dagrag"  # the QueryWorkflow's name on the WorkflowServer
+# Counted and logged for a client that disconnected before any answer (nginx's "client closed request"): no
+# response was sent, and it is not a server error.
+CLIENT_LEFT = 499
 OPEN_PATHS = frozenset({"/health"})  # liveness needs no key: load balancers and orchestrators probe it
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 WORKFLOW_RUN = re.compile(r"^/workflows/(?P<name>[^/]+)/(?P<kind>run|run-nowait)$")
@@ -65,6 +68,7 @@ class RequestInfo:
     route: str
     degradations: list[str] = field(default_factory=list)
     partial: bool = False
+    client_left: bool = False  # the client disconnected before the server answered
 
 
 def request_info(scope: Scope) -> RequestInfo:
@@ -113,7 +117,8 @@ class ServerMiddleware:
             if not status["started"]:
                 await send_json(send_with_id, 500, {"detail": f"internal error; request id {info.request_id}"})
         finally:
-            self._account(scope, info, status["code"], time.perf_counter() - started)
+            left = info.client_left and not status["started"]
+            self._account(scope, info, CLIENT_LEFT if left else status["code"], time.perf_counter() - started)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         path: str = scope["path"]
@@ -135,6 +140,7 @@ class ServerMiddleware:
             while more:
                 message = await receive()
                 if message["type"] == "http.disconnect":
+                    request_info(scope).client_left = True
                     return
                 chunk = message.get("body", b"")
                 size += len(chunk)
@@ -252,7 +258,8 @@ class ServerMiddleware:
         access_log.info(json.dumps({
             "ts": round(time.time(), 3), "request_id": info.request_id, "method": scope["method"],
             "route": info.route, "status": status, "duration_ms": round(seconds * 1000, 1),
-            "degradations": info.degradations, "partial": info.partial}))
+            "degradations": info.degradations, "partial": info.partial,
+            **({"client_left": True} if status == CLIENT_LEFT else {})}))
 
 
 def _replaying(body: bytes, receive: Receive) -> Receive:
