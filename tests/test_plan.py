@@ -284,6 +284,16 @@ def test_every_subquery_gets_its_role_from_the_plans_shape():
     assert [(sq.id, sq.role) for sq in executed.subqueries] == [("s1", "question"), ("s2", "hop"), ("s3", "step")]
 
 
+def test_the_generic_bridge_hop_is_the_question_again_about_what_the_questions_own_search_found():
+    bridge = plan_of(("s1", QUESTION, []), ("s2", "{s1} " + QUESTION, ["s1"]), ("s3", "{s2} " + QUESTION, ["s2"]))
+    executed = finalize_plan(bridge, question=QUESTION, subquery_max=4, origin=PlanOrigin.OFFLINE)
+    # s3 asks the question again too, but about a hop's page: its parent's ranking is not the single path's
+    assert [sq.role for sq in executed.subqueries] == ["question", "bridge", "hop"]
+    narrower = plan_of(("s1", QUESTION, []), ("s2", "{s1} nationality", ["s1"]))
+    executed = finalize_plan(narrower, question=QUESTION, subquery_max=4, origin=PlanOrigin.LLM)
+    assert [sq.role for sq in executed.subqueries] == ["question", "hop"]
+
+
 def test_a_role_in_untrusted_input_is_decided_by_the_plan_shape_not_taken_as_given():
     plan = Plan.model_validate({"query": QUESTION, "subqueries": [
         {"id": "s1", "text": "Scott Derrickson", "role": "question"},

@@ -66,12 +66,14 @@ class Hints(BaseModel):
         return terms[:MAX_HINT_TERMS]
 
 
-Role = Literal["question", "side", "hop", "step"]
+Role = Literal["question", "side", "bridge", "hop", "step"]
 """What a subquery is for, set once when the plan is made (`assign_roles`), read by everything after:
 
 - `question`: the question as asked, whose ranking is the single-query path's;
 - `side`: one side of a comparison (or the first search of one of a bridge-comparison's chains);
-- `hop`: searches about what a parent found (`{sN}` in its text), a bridge hop at any depth;
+- `bridge`: the generic bridge hop, the question asked again about what the question's own search found
+  (`{s1}` + the question's words, its one parent a `question`): its parent's ranking is the single path's;
+- `hop`: any other search about what a parent found (`{sN}` in its text), a deeper hop or one a planner wrote;
 - `step`: any other search a planner wrote.
 """
 
@@ -427,14 +429,21 @@ def assign_roles(plan: Plan) -> Plan:
     """The plan with every subquery's role set from its shape (see `Role`).
 
     A subquery that searches the plan's query itself (the same content words, no `{sN}`) is the question; one
-    that refers to a parent is a hop; a side keeps the role its planner gave it (a name made of stopwords leaves a
-    side with the question's content words); anything else is a step.
+    that asks the question's words again about the question's own search (`{s1}` + the question) is the bridge;
+    any other that refers to a parent is a hop; a side keeps the role its planner gave it (a name made of stopwords
+    leaves a side with the question's content words); anything else is a step.
     """
     asked = content_words(plan.query)
+    questions = {sq.id for sq in plan.subqueries
+                 if asked and sq.role != "side" and not parent_references(sq.text) and content_words(sq.text) == asked}
     subqueries = []
     for sq in plan.subqueries:
-        if parent_references(sq.text):
-            role: Role = "hop"
+        references = parent_references(sq.text)
+        if references and references == sq.parents and len(sq.parents) == 1 and sq.parents[0] in questions \
+                and content_words(PARENT_REFERENCE.sub(" ", sq.text)) == asked:
+            role: Role = "bridge"
+        elif references:
+            role = "hop"
         elif sq.role == "side":  # a side may share every content word with the question ("Over Under")
             role = "side"
         elif asked and content_words(sq.text) == asked:

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 
 from llama_index.core.schema import NodeWithScore
 
-from ..core.plan import PARENT_REFERENCE, ExecutedPlan, SubQuery, parent_references
+from ..core.plan import ExecutedPlan, SubQuery
 from ..core.sources import passage_text
 from ..core.text import content_words
 from .policy import RetrievalPolicy
@@ -54,18 +54,9 @@ MATCHING_LETTERS = 5
 
 
 def bridge_parent(plan: ExecutedPlan, sq: SubQuery) -> str | None:
-    """The parent of a generic bridge hop, or None for any other subquery.
-
-    A generic bridge hop asks nothing but the question again about what its one parent found (`{s1}` + the
-    question, as the rule planner writes it), and that parent searched the question itself.
-    """
-    if len(sq.parents) != 1 or parent_references(sq.text) != sq.parents:
-        return None
-    asked = content_words(plan.query)
-    parent = next((p for p in plan.subqueries if p.id == sq.parents[0]), None)
-    if not asked or parent is None or content_words(parent.text) != asked:
-        return None
-    return parent.id if content_words(PARENT_REFERENCE.sub(" ", sq.text)) == asked else None
+    """The parent of a generic bridge hop (role `bridge`: `{s1}` + the question, after s1 = the question), or None
+    for any other subquery."""
+    return sq.parents[0] if sq.role == "bridge" and sq.parents else None
 
 
 def unexplained_words(question: str, passages: Sequence[str]) -> list[str]:

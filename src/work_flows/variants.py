@@ -18,7 +18,6 @@ from llama_index.core.schema import NodeWithScore
 from ..agents.bridge import bridge_queries, page_of_entity, phrased_queries, titled_by
 from ..core.plan import SubQuery, parent_references, resolve_references
 from ..core.search import SearchHits, SearchRequest
-from ..core.text import content_words
 from .policy import RetrievalPolicy, pool_size
 from .run import QueryRun
 
@@ -74,9 +73,9 @@ def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, atte
     # names on a page it scored under COVERAGE_MIN_SCORE lead the hop away from the chain.
     parent_pages = [hit for rank, hit in enumerate(found[bridge_parent][:attempt])
                     if rank == 0 or (hit.score or 0.0) >= policy.coverage_min_score]
-    # The question's opening clause is what the generic hop (`{s1} <the question>`) asks, not what a deeper hop or
-    # an LLM's own hop asks.
-    asks_the_question = set(content_words(run.plan.query)) <= set(content_words(child))
+    # The question's opening clause is what the generic bridge hop (`{s1} <the question>`) asks, not what a deeper hop,
+    # an LLM's own hop or a resolver's rewrite of the bridge asks.
+    asks_the_question = sq.role == "bridge" and text == sq.text
     for rank, parent_hit in enumerate(parent_pages):
         page = (_title(parent_hit), parent_hit.node.get_content(), run.plan.query, policy.bridge_max_entities)
         phrased = phrased_queries(*page) if attempt > 1 and rank == 0 and asks_the_question else []
