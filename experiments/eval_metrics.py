@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from dagrag.core.markup import plain
+
 
 def normalize_answer(text: str) -> str:
     """Lower-case, strip punctuation and articles, collapse whitespace (HotpotQA's evaluate script)."""
@@ -55,9 +57,10 @@ def supporting_recall(retrieved: set[str], supporting: Sequence[str]) -> tuple[f
 
 
 def squash(text: str) -> str:
-    """Whitespace collapsed and case folded: how evidence is looked for in a passage, so that a chunker's
-    re-indenting or re-wrapping of the document does not count as losing the evidence."""
-    return " ".join(text.split()).casefold()
+    """As a reader sees it (`dagrag.core.markup.plain`), whitespace collapsed and case folded: how evidence is
+    looked for in a passage, so that a chunker's re-indenting or re-wrapping of the document, or an index that
+    holds the text without its markup, does not count as losing the evidence."""
+    return " ".join(plain(text).split()).casefold()
 
 
 def evidence_recall(passages: Sequence[str], evidence: Sequence[str]) -> tuple[float, float]:

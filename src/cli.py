@@ -202,8 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     ingest = commands.add_parser(
         "ingest", help="add documents to the collection: a JSONL file, a document, or a folder of them "
-        "(.md, .markdown, .txt, .html, .htm, .pdf, .jsonl); files of other types, unreadable ones and ones over "
-        "DAGRAG_INGEST_MAX_FILE_MB are skipped and named, and the exit status is then 3 (--strict: refused)")
+        "(.md, .markdown, .rst, .rest, .txt, .html, .htm, .pdf, .jsonl); files of other types, unreadable ones and "
+        "ones over DAGRAG_INGEST_MAX_FILE_MB are skipped and named, and the exit status is then 3 (--strict: refused)")
     ingest.add_argument("path")
     ingest.add_argument("--collection", help="collection name (default: DAGRAG_COLLECTION or 'dagrag')")
     ingest.add_argument("--strict", action="store_true",

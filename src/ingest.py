@@ -1,5 +1,5 @@
 """Ingest documents into the Qdrant collection: JSONL (the benchmark format or plain records), or Markdown,
-plain text, HTML and PDF files, chunked along their own structure (`chunking`).
+reStructuredText, plain text, HTML and PDF files, chunked along their own structure (`chunking`).
 
 Each input is parsed and checked in full before anything is written, so a malformed record costs
 nothing. Node ids are derived from content, so re-ingesting adds nothing, and documents already in
@@ -31,16 +31,20 @@ from .chunking import (
     chunk_markdown,
     chunk_pdf,
     chunk_plain_text,
+    chunk_rst,
 )
 from .config import Settings
 from .core.errors import IngestError
+from .core.markup import plain
 from .core.sources import content_key
+from .core.text import content_words
 from .store import check_collection_model, create_collection, open_qdrant, open_vector_store
 
 ID_NAMESPACE = uuid.UUID("6f1c2a4e-5d0b-4c1e-9a57-d4a6b0e2c3f1")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 HTML_SUFFIXES = (".html", ".htm")
-DOCUMENT_SUFFIXES = (*MARKDOWN_SUFFIXES, ".txt", *HTML_SUFFIXES, ".pdf")
+RST_SUFFIXES = (".rst", ".rest")
+DOCUMENT_SUFFIXES = (*MARKDOWN_SUFFIXES, *RST_SUFFIXES, ".txt", *HTML_SUFFIXES, ".pdf")
 # Where a chunk sits is for citing and for fetching its neighbours, not for embedding or for an LLM to read.
 HIDDEN_FROM_MODELS = ["source", "line", "page", "position"]
 
@@ -135,6 +139,11 @@ def _chunked(path: Path, chunk_tokens: int) -> ChunkedDocument:
             return chunk_html(data, chunk_tokens=chunk_tokens)   # the page's own meta tags name its encoding
         except RecursionError:  # markdownify walks the tree recursively: 500 nested <div>s exhaust the stack
             raise IngestError(f"{path}: the HTML is nested too deeply to convert") from None
+    if suffix in RST_SUFFIXES:
+        try:
+            return chunk_rst(_decoded(path, data), chunk_tokens=chunk_tokens)
+        except RecursionError:
+            raise IngestError(f"{path}: the reStructuredText is nested too deeply to read") from None
     chunker = chunk_markdown if suffix in MARKDOWN_SUFFIXES else chunk_plain_text
     return chunker(_decoded(path, data), chunk_tokens=chunk_tokens)
 
@@ -146,6 +155,10 @@ def _document_nodes(path: Path, root: Path, chunk_tokens: int) -> list[TextNode]
     source = _source_name(path, root)
     nodes: dict[str, TextNode] = {}
     for chunk in document.chunks:
+        # The index keeps the source as written (embedded and reranked as is: its clean form measured worse, see
+        # ARCHITECTURE.md); a chunk that is only markup (a label, a directive line) says nothing and is left out.
+        if not content_words(plain(chunk.text)):
+            continue
         where = {key: value for key, value in (("line", chunk.line), ("page", chunk.page)) if value is not None}
         node = make_node(chunk.text, title, section=" > ".join(chunk.section), source=source, **where)
         nodes.setdefault(node.node_id, node)   # a chunk repeated word for word is kept once, where it first is

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 from llama_index.core.schema import MetadataMode, NodeRelationship
@@ -19,7 +20,7 @@ from dagrag.chunking.plain_text import plain_text_blocks
 from dagrag.core.result import Source
 from dagrag.core.search import SearchRequest
 from dagrag.core.sources import source_title
-from dagrag.ingest import ingest_nodes, read_nodes
+from dagrag.ingest import ingest_nodes, read_documents, read_nodes
 from dagrag.store import open_qdrant, open_vector_store
 
 GUIDE = """\
@@ -329,3 +330,62 @@ def test_bad_files_are_refused_naming_file_and_line(tmp_path):
     pdf.write_bytes(b"%PDF-1.4 this is no PDF")
     with pytest.raises(IngestError, match=re.escape(f"{pdf}: not a readable PDF")):
         read_nodes(pdf)
+
+
+# --- reStructuredText (docutils) ------------------------------------------------------------------------------
+
+RST_PAGE = Path(__file__).parent / "data" / "rst" / "attrs-api.rst"  # attrs 26.1.0's docs/api.rst (MIT)
+
+
+def test_a_real_sphinx_page_is_read_with_its_sections_lines_and_sphinx_constructs():
+    from dagrag.chunking.rst import rst_blocks
+
+    text = RST_PAGE.read_text(encoding="utf-8")
+    title, blocks = rst_blocks(text)
+    assert title == "API Reference"
+    lines = text.split("\n")
+    underlined = [(lines[i],) for i in range(len(lines) - 1)
+                  if lines[i].strip() and set(lines[i + 1]) == {"-"} and len(lines[i + 1]) >= len(lines[i])]
+    assert [s for s in dict.fromkeys(block.section for block in blocks) if s] == underlined
+    by_text = {block.text: block for block in blocks}
+    # an autodoc directive keeps the object's name, a versionadded its version, and each block its source line
+    assert lines[by_text["attrs.define"].line - 1] == ".. autofunction:: attrs.define"
+    assert "Added in version 20.1.0." in by_text
+    see = next(block for block in blocks if block.text.startswith("See `attrs.asdict`"))  # :func:`attrs.asdict`
+    assert lines[see.line - 1].startswith("See :func:`attrs.asdict`")
+    # the doctest is a code block; a reference link keeps its text, not its URL
+    assert any(block.kind == "code" and ">>> import attrs" in block.text for block in blocks)
+    assert any("TL;DR" in block.text for block in blocks)
+    joined = "\n".join(block.text for block in blocks)
+    for markup in ("autofunction::", ":func:", "wikipedia.org", ".. _", "versionadded"):
+        assert markup not in joined, markup
+
+
+def test_unknown_directives_and_roles_keep_their_words_and_nothing_is_included_or_run(tmp_path):
+    from dagrag.chunking.rst import rst_blocks
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not read me", encoding="utf-8")
+    title, blocks = rst_blocks(
+        "Widgets\n=======\n\nParts\n-----\n\nFrames\n~~~~~~\n\n"
+        ".. frobnicate:: gadget\n   :colour: blue\n\n   Inside the *frobnicated* part.\n\n"
+        f"See :widget:`Big Widget <big-widget>` and :widget:`~pkg.small`.\n\n.. include:: {secret}\n\n"
+        ".. raw:: html\n\n   <script>alert(1)</script>\n\n.. code-block:: python\n\n   x = 1\n")
+    texts = [block.text for block in blocks]
+    assert title == "Widgets" and {block.section for block in blocks} == {("Parts", "Frames")}
+    assert texts[:3] == ["gadget", "Inside the frobnicated part.", "See `Big Widget` and `pkg.small`."]
+    assert "```\nx = 1\n```" in texts
+    assert not any("do not read me" in t or "alert" in t for t in texts)
+
+
+def test_ingest_reads_a_folder_of_rst_with_the_markdown(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "api.rst").write_bytes(RST_PAGE.read_bytes())
+    (docs / "guide.md").write_text("# Guide\n\nInstall it first.\n", encoding="utf-8")
+    read = read_documents(docs)
+    assert not read.skipped and read.files_read == 2
+    titles = {n.metadata["title"] for n in read.nodes}
+    assert titles == {"API Reference", "Guide"}
+    node = next(n for n in read.nodes if "attrs.define" in n.text and n.metadata["section"] == "Core")
+    assert node.metadata["source"] == "api.rst" and node.metadata["line"] >= 1

@@ -190,7 +190,7 @@ def test_a_folder_ingest_reads_what_it_can_and_names_every_file_it_skipped(tmp_p
     (docs / "guide.md").write_text("# Guide\n\nWidgets are configured in widgets.toml.\n", encoding="utf-8")
     (docs / "notes.txt").write_bytes(b"first line\nsecond\x00line\n")
     (docs / "latin1.md").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
-    (docs / "api.rst").write_text("API\n===\n\nText.\n", encoding="utf-8")
+    (docs / "setup.py").write_text("print('hi')\n", encoding="utf-8")
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     (docs / ".git" / "config").write_text("[core]\n", encoding="utf-8")
 
@@ -198,7 +198,7 @@ def test_a_folder_ingest_reads_what_it_can_and_names_every_file_it_skipped(tmp_p
     assert read.files_read == 1 and [n.metadata["title"] for n in read.nodes] == ["Guide"]
     reasons = {s.path.name: s.reason for s in read.skipped}
     assert reasons == {
-        "api.rst": "not a type dagrag reads (.rst)",
+        "setup.py": "not a type dagrag reads (.py)",
         "broken.pdf": reasons["broken.pdf"],
         "latin1.md": "line 1: not UTF-8 text (byte 0xe9)",
         "notes.txt": "line 2: a NUL byte: a binary file, not text",
@@ -223,10 +223,10 @@ def test_a_file_given_alone_must_be_readable_and_a_folder_with_nothing_readable_
     lone.write_bytes(b"x\x00y")
     with pytest.raises(IngestError, match=r"notes\.txt:1: a NUL byte"):
         read_documents(lone)
-    folder = tmp_path / "only-rst"
+    folder = tmp_path / "only-code"
     folder.mkdir()
-    (folder / "index.rst").write_text("Title\n=====\n", encoding="utf-8")
-    with pytest.raises(IngestError, match=r"no document could be read .*index.rst: not a type dagrag reads \(.rst\)"):
+    (folder / "conf.py").write_text("project = 'x'\n", encoding="utf-8")
+    with pytest.raises(IngestError, match=r"no document could be read .*conf.py: not a type dagrag reads \(.py\)"):
         read_documents(folder)
 
 
@@ -266,3 +266,16 @@ def test_size_limits_skip_a_file_too_large_and_refuse_an_ingest_too_large_before
     assert main(["ingest", str(docs)]) == 2
     assert "over DAGRAG_INGEST_MAX_TOTAL_MB=2; ingest the folder in parts" in capsys.readouterr().err
     assert not (tmp_path / "q").exists()
+
+
+def test_a_chunk_that_is_only_markup_is_not_indexed(tmp_path):
+    from dagrag.ingest import read_documents
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "widgets.md").write_text(
+        "# Widgets\n\nIntro to widgets.\n\n## Freezing\n\nA frozen widget uses {obj}`widgets.freeze`.\n\n"
+        "## Labels only\n\n(nothing-here)=\n\n## Directive only\n\n:::{note}\n:::\n", encoding="utf-8")
+    nodes = read_documents(docs).nodes
+    assert [n.metadata["section"] for n in nodes] == ["", "Freezing"]
+    assert nodes[1].text == "A frozen widget uses {obj}`widgets.freeze`."  # indexed as written; answers render it

@@ -8,6 +8,7 @@ from .html import chunk_html
 from .markdown import chunk_markdown
 from .pdf import UnreadablePdfError, chunk_pdf
 from .plain_text import chunk_plain_text
+from .rst import chunk_rst
 
 __all__ = [
     "HARD_CAP_FACTOR",
@@ -19,6 +20,7 @@ __all__ = [
     "chunk_markdown",
     "chunk_pdf",
     "chunk_plain_text",
+    "chunk_rst",
     "count_tokens",
     "pack_blocks",
 ]

@@ -1,0 +1,193 @@
+"""reStructuredText → blocks, by docutils, the language's reference parser.
+
+Sphinx documentation uses directives and roles docutils does not know (`autofunction`, `versionadded`, `:func:`,
+`:ref:`). Each name a document uses that docutils does not know is registered, before the parse, as a generic one
+that keeps the words: a directive's argument becomes a line and its content is parsed as reStructuredText (a code
+directive's content stays code); a role's text becomes code (`` :ref:`Title <label>` `` → `Title`). Nothing runs:
+autodoc directives keep the object's name but import nothing, `include` and `raw` are off.
+
+A block's text is the document as a reader sees it (roles as code, links as their text, no labels or comments),
+which is what the index stores for every format (`ingest`), and its line is where it starts in the source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from docutils import nodes, utils
+from docutils.core import publish_doctree
+from docutils.parsers.rst import Directive, directives, roles
+from docutils.parsers.rst.languages import en
+
+from .blocks import Block, ChunkedDocument, pack_blocks
+
+# Parse quietly and safely: no messages to stderr, never halt, no file inclusion or raw passthrough.
+_SETTINGS = {"report_level": 5, "halt_level": 5, "warning_stream": False, "file_insertion_enabled": False,
+             "raw_enabled": False, "syntax_highlight": "none", "doctitle_xform": False}
+_DIRECTIVE_NAME = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z][\w:.+-]*)::", re.MULTILINE)
+_ROLE_NAME = re.compile(r"(?<![\w`]):([A-Za-z][\w:.+-]*):`")
+# Sphinx's code directives: their content is code, not reStructuredText.
+_CODE_DIRECTIVES = frozenset({"code-block", "sourcecode", "doctest", "testcode", "testoutput", "testsetup",
+                              "testcleanup", "ipython", "jupyter-execute", "literalinclude"})
+_TITLE_AND_TARGET = re.compile(r"^(.*?)\s*<[^<>]+>$", re.DOTALL)
+_SKIPPED = (nodes.comment, nodes.target, nodes.substitution_definition, nodes.system_message, nodes.raw,
+            nodes.pending, nodes.footnote_reference, nodes.citation_reference)
+
+
+class _AnyOption(dict[str, Any]):
+    """A directive option spec that accepts every option (`:members:`, `:noindex:`) and keeps its text."""
+
+    def __missing__(self, key: str) -> Any:
+        return directives.unchanged
+
+    def __bool__(self) -> bool:  # docutils reads options only when a directive's spec is truthy
+        return True
+
+
+# How Sphinx renders its version directives' argument.
+_VERSION_PHRASES = {"versionadded": "Added in version", "versionchanged": "Changed in version",
+                    "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+
+
+class _KeepWords(Directive):
+    """A directive docutils does not know: its argument as a line, its content parsed (or kept as code)."""
+
+    required_arguments = 0
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOption()
+
+    def run(self) -> list[nodes.Node]:
+        found: list[nodes.Node] = []
+        if self.arguments and self.arguments[0].strip():
+            argument = " ".join(self.arguments[0].split())
+            phrase = _VERSION_PHRASES.get(self.name)
+            found.append(nodes.paragraph(text=f"{phrase} {argument}." if phrase else argument))
+            found[-1].line = self.lineno
+        if self.content and self.name in _CODE_DIRECTIVES:
+            found.append(nodes.literal_block(text="\n".join(self.content)))
+            found[-1].line = self.content_offset + 1
+        elif self.content:
+            container = nodes.container()
+            self.state.nested_parse(self.content, self.content_offset, container)
+            found.extend(container.children)
+        return found
+
+
+def _code_role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
+               options: dict[str, Any] | None = None, content: list[str] | None = None
+               ) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+    """A role docutils does not know, as code: `` :func:`attrs.define` `` → `attrs.define`; a `Title <target>`
+    shows the title; Sphinx's `~` and `!` prefixes go."""
+    titled = _TITLE_AND_TARGET.match(text)
+    shown = (titled.group(1) if titled and titled.group(1) else text).lstrip("~!")
+    return [nodes.literal(rawtext, utils.unescape(shown))], []
+
+
+def _register_unknown_names(text: str) -> None:
+    """Register the directives and roles `text` uses that docutils does not know (the registry is docutils'
+    own, process-wide, as Sphinx extensions register theirs)."""
+    known_directives = {*directives._directive_registry, *directives._directives, *en.directives}
+    for name in set(_DIRECTIVE_NAME.findall(text)):
+        if name.lower() not in known_directives:
+            directives.register_directive(name.lower(), _KeepWords)
+    known_roles = {*roles._role_registry, *roles._roles, *en.roles}
+    for name in set(_ROLE_NAME.findall(text)):
+        if name.lower() not in known_roles:
+            roles.register_local_role(name.lower(), _code_role)
+
+
+def _inline(node: nodes.Node) -> str:
+    """A text element's words as a reader sees them: code in backticks, links and emphasis as their text."""
+    parts: list[str] = []
+    for child in node.children:
+        if isinstance(child, nodes.Text):
+            parts.append(child.astext())
+        elif isinstance(child, _SKIPPED):
+            continue
+        elif isinstance(child, (nodes.literal, nodes.title_reference)):
+            parts.append(f"`{child.astext()}`")
+        else:
+            parts.append(_inline(child))
+    return "".join(parts)
+
+
+def _line(node: nodes.Node) -> int | None:
+    """The source line a block starts on (its own, else its first descendant's that has one)."""
+    if node.line is not None:
+        return node.line
+    return next((n.line for n in node.findall(nodes.Element) if n.line is not None), None)
+
+
+def _flat(node: nodes.Node) -> str:
+    """A list item, definition or table cell as one text: its blocks' texts, one per line."""
+    texts = [block.text for block in _blocks(node, (), [0])]
+    return "\n".join(texts) if texts else " ".join(node.astext().split())
+
+
+def _table_rows(table: nodes.table) -> tuple[str, list[tuple[str, int | None]]]:
+    """A table as Markdown-style rows: its header (and delimiter) line, and each body row with its line."""
+    def cells(row: nodes.row) -> str:
+        return "| " + " | ".join(" ".join(_flat(entry).split()) for entry in row.children) + " |"
+
+    head = [cells(row) for thead in table.findall(nodes.thead) for row in thead.children]
+    body = [(cells(row), _line(row)) for tbody in table.findall(nodes.tbody) for row in tbody.children]
+    width = max((text.count(" | ") + 1 for text, _ in body), default=1)
+    header = "\n".join([*head, "|" + "---|" * width]) if head else ""
+    return header, body
+
+
+def _blocks(parent: nodes.Node, section: tuple[str, ...], group: list[int]) -> Iterator[Block]:
+    """The blocks under `parent`, in order; `group` counts lists and tables (shared across the document)."""
+    for child in parent.children:
+        if isinstance(child, (nodes.Text, nodes.title, *_SKIPPED)):
+            continue
+        line = _line(child)
+        if isinstance(child, nodes.section):
+            title = child.next_node(nodes.title)
+            name = " ".join(title.astext().split()) if title is not None else ""
+            yield from _blocks(child, (*section, name) if name else section, group)
+        elif isinstance(child, (nodes.literal_block, nodes.doctest_block)):
+            yield Block(f"```\n{child.astext()}\n```", section, "code", line=line)
+        elif isinstance(child, (nodes.bullet_list, nodes.enumerated_list, nodes.definition_list, nodes.field_list,
+                                nodes.option_list)):
+            group[0] += 1
+            for item in child.children:
+                if isinstance(item, nodes.definition_list_item | nodes.field | nodes.option_list_item):
+                    term, *rest = item.children
+                    text = f"{' '.join(_inline(term).split())}: " + "\n".join(_flat(r) for r in rest)
+                else:
+                    text = f"- {_flat(item)}"
+                yield Block(text.strip(), section, "item", group=group[0], line=_line(item))
+        elif isinstance(child, nodes.table):
+            group[0] += 1
+            header, rows = _table_rows(child)
+            for text, row_line in rows:
+                yield Block(text, section, "row", group=group[0], table_header=header, line=row_line)
+        elif isinstance(child, nodes.TextElement):  # paragraphs, rubrics, line blocks' lines
+            text = " ".join(_inline(child).split())
+            if text:
+                yield Block(text, section, line=line)
+        elif isinstance(child, nodes.Element):  # admonitions, containers, block quotes, topics: their content
+            yield from _blocks(child, section, group)
+
+
+def rst_blocks(text: str) -> tuple[str | None, list[Block]]:
+    """The document's title (the title of its one top-level section, as Sphinx reads a page) and its blocks in
+    order; under the title, the top-level section's subsections are the sections."""
+    _register_unknown_names(text)
+    doctree = publish_doctree(text, settings_overrides=_SETTINGS)
+    top = [child for child in doctree.children if not isinstance(child, _SKIPPED)]
+    if len(top) == 1 and isinstance(top[0], nodes.section):
+        heading = top[0].next_node(nodes.title)
+        title = " ".join(heading.astext().split()) if heading is not None else None
+        return title or None, list(_blocks(top[0], (), [-1]))
+    return None, list(_blocks(doctree, (), [-1]))
+
+
+def chunk_rst(text: str, *, chunk_tokens: int) -> ChunkedDocument:
+    title, blocks = rst_blocks(text)
+    return ChunkedDocument(title=title, chunks=pack_blocks(blocks, chunk_tokens))
