@@ -31,6 +31,31 @@ def default_store_path() -> Path:
     return platformdirs.user_data_path("dagrag") / "qdrant"
 
 
+API_KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+MIN_API_KEY_CHARS = 16
+
+
+def named_api_keys(settings: Settings) -> dict[str, str]:
+    """DAGRAG_API_KEYS as {name: key}. ValueError names the problem, never a key: a name that is not
+    letters/digits/`_.-`, a name or key given twice, a key shorter than MIN_API_KEY_CHARS."""
+    if settings.api_keys is None:
+        return {}
+    keys: dict[str, str] = {}
+    for number, entry in enumerate(settings.api_keys.get_secret_value().split(","), start=1):
+        name, sep, key = (part.strip() for part in entry.partition("="))
+        where = f"DAGRAG_API_KEYS entry {number}"
+        if not sep or not API_KEY_NAME.match(name):
+            raise ValueError(f"{where}: expected name=KEY with a name of letters, digits, _ . - (at most 64)")
+        if name in keys:
+            raise ValueError(f"{where}: the name {name!r} is given twice")
+        if len(key) < MIN_API_KEY_CHARS:
+            raise ValueError(f"{where} ({name}): the key is shorter than {MIN_API_KEY_CHARS} characters")
+        if key in keys.values():
+            raise ValueError(f"{where} ({name}): the same key as another name")
+        keys[name] = key
+    return keys
+
+
 def split_spec(spec: str) -> tuple[str, str]:
     """`"openai:gpt-4o-mini"` -> `("openai", "gpt-4o-mini")`; `"none"` -> `("none", "")`."""
     kind, _, name = spec.partition(":")
@@ -181,6 +206,12 @@ class Settings(BaseSettings):
     # --- serving (`dagrag serve`) ---------------------------------------------------------------
     api_key: SecretStr | None = Field(
         None, description="Bearer key every route but /health needs; without it the server binds loopback only.")
+    api_keys: SecretStr | None = Field(
+        None, description="Named Bearer keys, `name=KEY,name=KEY`: a request is attributed to its key's name (log, "
+        "metrics), and a WorkflowServer run started with one key is visible and controllable only with that key "
+        "(or an admin's). Beside API_KEY, whose holder is the admin `admin`.")
+    api_admins: str = Field(
+        "", description="Comma-separated names of API_KEYS that see and control every client's runs.")
     serve_host: str = Field("127.0.0.1", min_length=1, description="Address `dagrag serve` binds.")
     serve_port: int = Field(8000, ge=0, le=65535, description="Port `dagrag serve` binds (0: any free port).")
     serve_max_body_bytes: int = Field(
@@ -232,6 +263,15 @@ class Settings(BaseSettings):
         kind, _ = split_spec(self.llm)
         if kind == "openai-like" and not self.llm_base_url:
             raise ValueError("DAGRAG_LLM=openai-like:<model> needs DAGRAG_LLM_BASE_URL (e.g. http://host:8000/v1)")
+        keys = named_api_keys(self)  # raises, naming the variable and never a key, when API_KEYS is malformed
+        admins = [name.strip() for name in self.api_admins.split(",") if name.strip()]
+        unknown = [name for name in admins if name not in keys]
+        if unknown:
+            raise ValueError(f"DAGRAG_API_ADMINS: {', '.join(unknown)} not among the names of DAGRAG_API_KEYS")
+        if self.api_key is not None and self.api_key.get_secret_value() in keys.values():
+            raise ValueError("DAGRAG_API_KEYS: a key equals DAGRAG_API_KEY; give each client its own")
+        if "admin" in keys and self.api_key is not None:
+            raise ValueError("DAGRAG_API_KEYS: the name 'admin' is DAGRAG_API_KEY's holder; choose another")
         return self
 
     @model_validator(mode="before")

@@ -549,6 +549,75 @@ def test_a_client_that_leaves_mid_body_is_counted_as_gone_not_as_a_server_error(
     assert 'route="/search",status="500"' not in text
 
 
+# --- named keys: whose runs a client may see -----------------------------------------------------------------
+
+ALICE, BOB, OPS = "alice-key-0123456789", "bob-key-0123456789ab", "ops-key-0123456789abc"
+
+
+def test_named_keys_attribute_requests_and_keep_each_clients_runs_to_itself(
+        make_server, caplog: pytest.LogCaptureFixture):
+    keys = f"alice={ALICE},bob={BOB},ops={OPS}"
+    with make_server(api_keys=keys, api_admins="ops") as server, caplog.at_level("INFO", logger=access_log.name):
+        def as_(key: str) -> httpx.Client:
+            return httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"},
+                                timeout=HANG_GUARD_S)
+
+        with as_(ALICE) as alice, as_(BOB) as bob, as_(OPS) as ops, as_(KEY) as shared:
+            started = alice.post("/workflows/dagrag/run", json={"start_event": {"query": DERRICKSON}})
+            assert started.status_code == 200, started.text
+            mine = started.json()["handler_id"]
+            assert bob.post("/workflows/dagrag/run-nowait",
+                            json={"start_event": {"query": KISS_AND_TELL}}).status_code == 200
+            assert [h["handler_id"] for h in alice.get("/handlers").json()["handlers"]] == [mine]
+            assert mine not in {h["handler_id"] for h in bob.get("/handlers").json()["handlers"]}
+            for path in (f"/handlers/{mine}", f"/results/{mine}", f"/events/{mine}"):
+                assert alice.get(path).status_code in (200, 204), path  # 204: the finished run's events
+                refused = bob.get(path)  # another client's run is "not found", as a run that does not exist
+                assert refused.status_code == 404 and refused.json() == {"detail": "Handler not found"}, path
+            assert bob.post(f"/handlers/{mine}/cancel").status_code == 404
+            stolen = bob.post("/workflows/dagrag/run-nowait",
+                              json={"start_event": {"query": DERRICKSON}, "handler_id": mine})
+            assert stolen.status_code == 409 and stolen.json()["field"] == "handler_id"
+            assert len(ops.get("/handlers").json()["handlers"]) == 2  # an admin sees every client's runs
+            assert ops.get(f"/handlers/{mine}").status_code == 200
+            # DAGRAG_API_KEY, beside the named keys, is the admin `admin`: as before named keys, it sees every run
+            assert len(shared.get("/handlers").json()["handlers"]) == 2
+            metrics = ops.get("/metrics").text
+        assert 'dagrag_client_requests_total{client="alice"}' in metrics
+        assert 'dagrag_client_requests_total{client="bob"}' in metrics
+        assert 'dagrag_client_requests_total{client="admin"}' in metrics
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == access_log.name]
+    assert {line["client"] for line in lines} >= {"alice", "bob", "ops"}
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert not any(key in text for key in (ALICE, BOB, OPS))
+
+
+def test_a_finished_runs_events_are_an_empty_204_not_a_traceback(client: httpx.Client,
+                                                                 caplog: pytest.LogCaptureFixture):
+    finished = client.post("/workflows/dagrag/run", json={"start_event": {"query": DERRICKSON}}).json()["handler_id"]
+    with caplog.at_level("INFO"):
+        response = client.get(f"/events/{finished}")
+        waited = time.monotonic()  # the server writes its access line (after any error) once the response is out
+        while '"route": "/events/{handler_id}"' not in caplog.text and time.monotonic() - waited < 5:
+            time.sleep(0.01)
+    assert response.status_code == 204 and response.content == b""
+    assert not any(word in caplog.text for word in ("Too much data", "unhandled error", "Unhandled exception"))
+
+
+@pytest.mark.parametrize(("keys", "admins", "problem"), [
+    ("alice", "", "DAGRAG_API_KEYS entry 1: expected name=KEY"),
+    ("alice=short", "", "DAGRAG_API_KEYS entry 1 (alice): the key is shorter than 16 characters"),
+    (f"alice={ALICE},alice={BOB}", "", "DAGRAG_API_KEYS entry 2: the name 'alice' is given twice"),
+    (f"alice={ALICE},bob={ALICE}", "", "DAGRAG_API_KEYS entry 2 (bob): the same key as another name"),
+    (f"alice={ALICE}", "carol", "DAGRAG_API_ADMINS: carol not among the names of DAGRAG_API_KEYS"),
+])
+def test_bad_named_keys_are_refused_naming_the_entry_never_the_key(keys: str, admins: str, problem: str):
+    with pytest.raises(ValidationError) as raised:
+        Settings(api_keys=keys, api_admins=admins)
+    assert problem in str(raised.value)
+    assert ALICE not in str(raised.value) and BOB not in str(raised.value)
+
+
 # --- load and faults (slow) ------------------------------------------------------------------------------------
 
 LOAD_QUESTIONS = [" ".join(r["question"].split()) for r in sample_records()[:10]]
@@ -629,3 +698,17 @@ def test_an_event_body_that_is_not_a_json_object_is_a_422_naming_the_body_not_a_
     answer = client.post("/events/some-handler", content=body, headers={"content-type": "application/json"})
     assert answer.status_code == 422 and answer.json()["field"] == "body"
     assert "expected a JSON object" in answer.json()["detail"]
+
+
+def test_a_key_counts_only_as_a_bearer_token_and_the_oldest_run_owner_is_forgotten_first():
+    from dagrag.server.keys import ApiKeys, Caller, RunOwners
+
+    keys = ApiKeys({"alice": ALICE, "bob": BOB}, admins=frozenset({"bob"}))
+    assert keys.caller(f"Bearer {ALICE}") == Caller("alice", admin=False)
+    assert keys.caller(f"bearer  {BOB} ") == Caller("bob", admin=True)
+    assert keys.caller(f"Basic {ALICE}") is None and keys.caller(f"Bearer {ALICE}x") is None
+    owners, alice = RunOwners(limit=2), Caller("alice", admin=False)
+    for handler_id in ("h1", "h2", "h3"):
+        assert owners.claim(handler_id, alice)
+    assert not owners.may_see("h1", alice) and owners.may_see("h3", alice)  # h1 forgotten: admin-only now
+    assert not owners.claim("h3", Caller("carol", admin=False)) and owners.claim("h3", Caller("ops", admin=True))

@@ -19,6 +19,9 @@ class ServerMetrics:
         self.registry = CollectorRegistry()
         self.requests = Counter("dagrag_requests", "HTTP requests by route template, method and status.",
                                 ["route", "method", "status"], registry=self.registry)
+        self.client_requests = Counter("dagrag_client_requests", "HTTP requests by the name of the API key they "
+                                       "carried (DAGRAG_API_KEYS; `admin`: DAGRAG_API_KEY; `local`: no key).",
+                                       ["client"], registry=self.registry)
         self.latency = Histogram("dagrag_request_seconds", "HTTP request duration by route template.",
                                  ["route"], buckets=LATENCY_BUCKETS, registry=self.registry)
         self.stages = Histogram("dagrag_query_stage_seconds", "Time spent per query stage (plan, search, rerank, "

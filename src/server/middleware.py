@@ -7,7 +7,6 @@ dagrag's own. The body is read here once, up to SERVE_MAX_BODY_BYTES, and replay
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
@@ -24,6 +23,7 @@ from ..core.errors import InvalidQuestionError
 from ..core.inputs import check_history, check_question
 from ..core.plan import Plan
 from ..work_flows.events import QueryStarted
+from .keys import ApiKeys, Caller, RunOwners
 from .schemas import BadRequest, is_json_media_type, parse_json
 from .service import PENDING_SLOT, DagragService, RunSlotsBusy, SlotGrant
 
@@ -33,10 +33,14 @@ WORKFLOW_NAME = "dagrag"  # the QueryWorkflow's name on the WorkflowServer
 # Counted and logged for a client that disconnected before any answer (nginx's "client closed request"): no
 # response was sent, and it is not a server error.
 CLIENT_LEFT = 499
+NO_CONTENT = 204
 OPEN_PATHS = frozenset({"/health"})  # liveness needs no key: load balancers and orchestrators probe it
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 WORKFLOW_RUN = re.compile(r"^/workflows/(?P<name>[^/]+)/(?P<kind>run|run-nowait)$")
 EVENTS_ROUTE = re.compile(r"^/events/[^/]+$")  # WorkflowServer: send an event to a running handler
+# WorkflowServer's routes about one run: only its owner (or an admin) may read or control it.
+RUN_ROUTE = re.compile(r"^/(?:results|events|handlers)/(?P<handler_id>[^/]+)(?:/cancel)?$")
+LOCAL = Caller(name="local", admin=True)  # no key configured: the server binds loopback only, one user
 START_EVENT_FIELDS = frozenset(QueryStarted.model_fields)  # query, history, plan
 MAX_HANDLER_ID_CHARS = 128
 # Route templates for metrics and logs: a label per template, never per handler id.
@@ -69,6 +73,7 @@ class RequestInfo:
     degradations: list[str] = field(default_factory=list)
     partial: bool = False
     client_left: bool = False  # the client disconnected before the server answered
+    caller: Caller | None = None  # whose key the request carried (None: refused before that was known)
 
 
 def request_info(scope: Scope) -> RequestInfo:
@@ -88,7 +93,8 @@ class ServerMiddleware:
         self.app = app
         self.service = service
         settings: Settings = service.settings
-        self.api_key = settings.api_key.get_secret_value().encode() if settings.api_key else None
+        self.keys = ApiKeys.from_settings(settings)
+        self.owners = RunOwners()
         self.max_body = settings.serve_max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -106,8 +112,12 @@ class ServerMiddleware:
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"], status["started"] = message["status"], True
-                message = {**message, "headers": [*message.get("headers", []),
-                                                   (b"x-request-id", info.request_id.encode())]}
+                headers = message.get("headers", [])
+                if message["status"] == NO_CONTENT:  # WorkflowServer answers a finished run's events with a 204
+                    headers = [(k, v) for k, v in headers if k.lower() not in (b"content-length", b"content-type")]
+                message = {**message, "headers": [*headers, (b"x-request-id", info.request_id.encode())]}
+            elif message["type"] == "http.response.body" and status["code"] == NO_CONTENT:
+                message = {**message, "body": b""}  # ... and a body, which HTTP forbids: the server raised on it
             await send(message)
 
         try:
@@ -122,11 +132,17 @@ class ServerMiddleware:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         path: str = scope["path"]
-        if self.api_key is not None and path not in OPEN_PATHS and not self._authorized(headers):
+        caller = self.keys.caller(headers.get("authorization", "")) if self.keys.required else LOCAL
+        if caller is None and path not in OPEN_PATHS:
             wrong = "authorization" in headers
             detail = "wrong API key" if wrong else "missing 'Authorization: Bearer <key>'"
             await send_json(send, 401, {"detail": detail},
                             {"www-authenticate": 'Bearer error="invalid_token"' if wrong else "Bearer"})
+            return
+        request_info(scope).caller = caller
+        owned = RUN_ROUTE.match(path)
+        if caller is not None and owned and not self.owners.may_see(owned.group("handler_id"), caller):
+            await send_json(send, 404, {"detail": "Handler not found"})  # as for a run that does not exist
             return
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body:
@@ -170,13 +186,26 @@ class ServerMiddleware:
                 return
         run = WORKFLOW_RUN.match(path) if scope["method"] == "POST" else None
         if run is None or run.group("name") != WORKFLOW_NAME:  # another name: the WorkflowServer's 404
-            await self.app(scope, replay, send)
+            listing = path == "/handlers" and caller is not None and not caller.admin
+            await self.app(scope, replay, self._own_runs_only(send, caller) if listing and caller else send)
             return
         try:
             self._check_start_event(body)
         except BadRequest as error:
             await send_json(send, error.status, error.body())
             return
+        if caller is not None:  # the run is the caller's: named now, so later requests about it can be checked
+            data = json.loads(body)
+            handler_id = data.get("handler_id") or uuid.uuid4().hex
+            if not self.owners.claim(handler_id, caller):
+                await send_json(send, 409, {"detail": "handler_id: a run of another client has this id",
+                                            "field": "handler_id"})
+                return
+            if "handler_id" not in data or not data["handler_id"]:
+                body = json.dumps({**data, "handler_id": handler_id}).encode()
+                scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+                scope["headers"].append((b"content-length", str(len(body)).encode()))
+                replay = _replaying(body, receive)
         # Every run counts against SERVE_MAX_RUNS, however it was started: the slot is taken here, before the
         # WorkflowServer answers, and the run it starts keeps it until the run ends (SlotGrant).
         slots = self.service.slots
@@ -193,10 +222,30 @@ class ServerMiddleware:
             PENDING_SLOT.reset(token)
             grant.release_unclaimed()
 
-    def _authorized(self, headers: dict[str, str]) -> bool:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        # compare_digest's time does not depend on where the strings differ
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.api_key or b"")
+    def _own_runs_only(self, send: Send, caller: Caller) -> Send:
+        """A send that keeps, in WorkflowServer's `/handlers` list, only the runs `caller` may see."""
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def filtered(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False) or start is None:
+                return
+            body = b"".join(chunks)
+            if start["status"] == 200:
+                listed = json.loads(body)
+                listed["handlers"] = [h for h in listed.get("handlers", [])
+                                      if self.owners.may_see(str(h.get("handler_id", "")), caller)]
+                body = json.dumps(listed).encode()
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+        return filtered
 
     def _check_start_event(self, body: bytes) -> None:
         """A WorkflowServer run's question is checked here, so a bad one is a 4xx naming it, not a failed run."""
@@ -253,11 +302,14 @@ class ServerMiddleware:
     def _account(self, scope: Scope, info: RequestInfo, status: int, seconds: float) -> None:
         metrics = self.service.metrics
         metrics.requests.labels(info.route, scope["method"], str(status)).inc()
+        if info.caller is not None:
+            metrics.client_requests.labels(info.caller.name).inc()
         metrics.latency.labels(info.route).observe(seconds)
         # One line per request: no keys, no question or document text (the route template, not the path).
         access_log.info(json.dumps({
             "ts": round(time.time(), 3), "request_id": info.request_id, "method": scope["method"],
             "route": info.route, "status": status, "duration_ms": round(seconds * 1000, 1),
+            "client": info.caller.name if info.caller else None,
             "degradations": info.degradations, "partial": info.partial,
             **({"client_left": True} if status == CLIENT_LEFT else {})}))
 

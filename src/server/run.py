@@ -25,11 +25,12 @@ def is_loopback(host: str) -> bool:
 
 def check_bind(host: str, settings: Settings) -> None:
     """Refuse to serve beyond this machine without a key: every route would be open to the network."""
-    if settings.api_key is None and not is_loopback(host):
+    keyless = settings.api_key is None and settings.api_keys is None
+    if keyless and not is_loopback(host):
         raise ServerConfigError(
-            f"refusing to listen on {host} without an API key: set DAGRAG_API_KEY (clients then send "
-            "'Authorization: Bearer <key>'), or bind 127.0.0.1")
-    if settings.api_key is None and "*" in settings.serve_cors_origins:
+            f"refusing to listen on {host} without an API key: set DAGRAG_API_KEY or DAGRAG_API_KEYS (clients then "
+            "send 'Authorization: Bearer <key>'), or bind 127.0.0.1")
+    if keyless and "*" in settings.serve_cors_origins:
         # Without a key, any web page the user opens could query this server and read the answers.
         raise ServerConfigError("refusing DAGRAG_SERVE_CORS_ORIGINS=* without DAGRAG_API_KEY: name the origins "
                                 "that may call the server, or set a key")
