@@ -212,6 +212,10 @@ class Settings(BaseSettings):
         "(or an admin's). Beside API_KEY, whose holder is the admin `admin`.")
     api_admins: str = Field(
         "", description="Comma-separated names of API_KEYS that see and control every client's runs.")
+    serve_runs_db: str = Field(
+        str(platformdirs.user_data_path("dagrag") / "runs.sqlite3"), min_length=1,
+        description="Where `dagrag serve` keeps WorkflowServer runs (handlers, events, results) and their owners, so "
+        "they survive a restart: a SQLite file (default: in the user's data directory), or `memory`.")
     serve_host: str = Field("127.0.0.1", min_length=1, description="Address `dagrag serve` binds.")
     serve_port: int = Field(8000, ge=0, le=65535, description="Port `dagrag serve` binds (0: any free port).")
     serve_max_body_bytes: int = Field(

@@ -16,6 +16,9 @@ import pytest
 TEST_ENV = {k.upper(): os.environ[k] for k in os.environ if k.upper().startswith("DAGRAG_TEST_")}
 for _key in [k for k in os.environ if k.upper().startswith("DAGRAG_")]:
     del os.environ[_key]
+# Servers started by tests keep their runs in memory, never in the user's data directory; the test of runs that
+# survive a restart names its own file.
+os.environ["DAGRAG_SERVE_RUNS_DB"] = "memory"
 
 from dagrag import QueryWorkflow, Settings  # noqa: E402
 from dagrag.agents.reranker import RerankerAgent  # noqa: E402

@@ -604,6 +604,26 @@ def test_a_finished_runs_events_are_an_empty_204_not_a_traceback(client: httpx.C
     assert not any(word in caplog.text for word in ("Too much data", "unhandled error", "Unhandled exception"))
 
 
+def test_runs_and_their_owners_survive_a_restart(make_server, tmp_path):
+    runs_db = tmp_path / "runs" / "runs.sqlite3"
+    keys = {"api_keys": f"alice={ALICE},bob={BOB}", "serve_runs_db": str(runs_db)}
+    with make_server(**keys) as server, httpx.Client(base_url=server.url, timeout=HANG_GUARD_S,
+                                                     headers={"Authorization": f"Bearer {ALICE}"}) as alice:
+        started = alice.post("/workflows/dagrag/run", json={"start_event": {"query": DERRICKSON}})
+        handler_id = started.json()["handler_id"]
+    assert runs_db.is_file()
+    with make_server(**keys) as server:  # a new process's worth of state: only the file is shared
+        with httpx.Client(base_url=server.url, timeout=HANG_GUARD_S,
+                          headers={"Authorization": f"Bearer {ALICE}"}) as alice:
+            handler = alice.get(f"/handlers/{handler_id}")
+            assert handler.status_code == 200 and handler.json()["status"] == "completed"
+            assert handler.json()["result"]["value"]["result"]["question"] == DERRICKSON
+            assert [h["handler_id"] for h in alice.get("/handlers").json()["handlers"]] == [handler_id]
+        with httpx.Client(base_url=server.url, timeout=HANG_GUARD_S,
+                          headers={"Authorization": f"Bearer {BOB}"}) as bob:
+            assert bob.get(f"/handlers/{handler_id}").status_code == 404  # still alice's after the restart
+
+
 @pytest.mark.parametrize(("keys", "admins", "problem"), [
     ("alice", "", "DAGRAG_API_KEYS entry 1: expected name=KEY"),
     ("alice=short", "", "DAGRAG_API_KEYS entry 1 (alice): the key is shorter than 16 characters"),

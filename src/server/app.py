@@ -21,10 +21,10 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import PurePosixPath, PureWindowsPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from llama_agents.server import WorkflowServer
+from llama_agents.server import AbstractWorkflowStore, MemoryWorkflowStore, SqliteWorkflowStore, WorkflowServer
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -34,6 +34,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from workflows.errors import WorkflowTimeoutError
 
+from ..config import Settings
 from ..core.errors import (
     CollectionNotFoundError,
     DagragError,
@@ -66,10 +67,19 @@ class PassThrough:
         await self.app(scope, receive, send)
 
 
+def runs_store(settings: Settings) -> AbstractWorkflowStore:
+    """Where WorkflowServer keeps runs: SERVE_RUNS_DB's SQLite file (its folder made if needed), or memory."""
+    if settings.serve_runs_db == "memory":
+        return MemoryWorkflowStore()
+    path = Path(settings.serve_runs_db).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteWorkflowStore(str(path))
+
+
 def create_app(service: DagragService) -> ASGIApp:
     """The whole server as one ASGI app over a built stack (`DagragService.from_settings(settings)`)."""
     # WorkflowServer's default middleware lets any web page call it with credentials; CORS is ours (below).
-    workflow_server = WorkflowServer(middleware=[Middleware(PassThrough)])
+    workflow_server = WorkflowServer(middleware=[Middleware(PassThrough)], workflow_store=runs_store(service.settings))
     workflow_server.add_workflow(WORKFLOW_NAME, service.served_workflow)
 
     @asynccontextmanager

@@ -10,8 +10,10 @@ only with that key: `/handlers` lists the caller's own runs, and another client'
 from __future__ import annotations
 
 import hmac
-from collections import OrderedDict
+import sqlite3
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..config import Settings, named_api_keys
 
@@ -63,23 +65,44 @@ class ApiKeys:
 
 
 class RunOwners:
-    """Which client started each WorkflowServer run (handler id → key name), remembered for MAX_OWNED_RUNS runs."""
+    """Which client started each WorkflowServer run (handler id → key name), for the newest `limit` runs. Kept in
+    SERVE_RUNS_DB beside the runs themselves, so a restart forgets neither; in memory when the runs are."""
 
-    def __init__(self, limit: int = MAX_OWNED_RUNS) -> None:
-        self._owners: OrderedDict[str, str] = OrderedDict()
+    def __init__(self, db_path: Path | None = None, limit: int = MAX_OWNED_RUNS) -> None:
         self._limit = limit
+        self._db = sqlite3.connect(db_path or ":memory:", check_same_thread=False, isolation_level=None)
+        self._db.execute("CREATE TABLE IF NOT EXISTS dagrag_run_owners (handler_id TEXT PRIMARY KEY, "
+                         "client TEXT NOT NULL, claimed INTEGER NOT NULL)")
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RunOwners:
+        if settings.serve_runs_db == "memory":
+            return cls()
+        path = Path(settings.serve_runs_db).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return cls(path)
+
+    def owner(self, handler_id: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT client FROM dagrag_run_owners WHERE handler_id = ?",
+                                   (handler_id,)).fetchone()
+        return row[0] if row else None
 
     def claim(self, handler_id: str, caller: Caller) -> bool:
         """Record `caller` as the run's owner; False when another client owns it already (an admin may take any)."""
-        owner = self._owners.get(handler_id)
+        owner = self.owner(handler_id)
         if owner is not None and owner != caller.name and not caller.admin:
             return False
         if owner is None:
-            self._owners[handler_id] = caller.name
-            while len(self._owners) > self._limit:
-                self._owners.popitem(last=False)
+            with self._lock:
+                self._db.execute("INSERT OR IGNORE INTO dagrag_run_owners VALUES (?, ?, "
+                                 "(SELECT COALESCE(MAX(claimed), 0) + 1 FROM dagrag_run_owners))",
+                                 (handler_id, caller.name))
+                self._db.execute("DELETE FROM dagrag_run_owners WHERE claimed <= "
+                                 "(SELECT MAX(claimed) FROM dagrag_run_owners) - ?", (self._limit,))
         return True
 
     def may_see(self, handler_id: str, caller: Caller) -> bool:
         """Whether `caller` may read or control the run: its owner, or an admin."""
-        return caller.admin or self._owners.get(handler_id) == caller.name
+        return caller.admin or self.owner(handler_id) == caller.name

@@ -94,7 +94,7 @@ class ServerMiddleware:
         self.service = service
         settings: Settings = service.settings
         self.keys = ApiKeys.from_settings(settings)
-        self.owners = RunOwners()
+        self.owners = RunOwners.from_settings(settings)
         self.max_body = settings.serve_max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
