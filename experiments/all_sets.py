@@ -1,13 +1,15 @@
-"""Every benchmark set at budgets 4 and 2, dag against single: run them, keep their summaries, write the table.
+"""Every benchmark set at budgets 4 and 2, dag against single: run them, keep their summaries, write the tables.
 
     .venv/bin/python experiments/all_sets.py run              # eval.py on every set and budget, one at a time
     .venv/bin/python experiments/all_sets.py run --sets hatch,black --budgets 4
-    .venv/bin/python experiments/all_sets.py table            # README's table from experiments/results/all-sets
+    .venv/bin/python experiments/all_sets.py table            # docs/benchmarks.md and the pictures, from the files
 
 `run` calls eval.py once per set and budget (`--systems single,dag --concurrency 1`, its own --out under
-runs/all-sets/), then copies each summary with the commit it ran on to experiments/results/all-sets/, and
-rewrites the table in README.md between its markers and the picture beside the results (all-sets.png). The
-table is never typed by hand: tests/test_all_sets.py fails when README.md and the result files disagree.
+runs/all-sets/), then copies each summary with the commit it ran on to experiments/results/all-sets/. Both
+actions then draw the pictures beside the results (all-sets.png, all-answers.png) and rewrite docs/benchmarks.md
+(experiments/benchmarks_doc.py, which renders this module's `table()` and `answers_table()`). The tables are never
+typed by hand: tests/test_all_sets.py and tests/test_benchmarks_doc.py fail when docs/benchmarks.md and the result
+files disagree.
 
 The held-out set (`HELD_OUT`) is a documentation corpus whose questions were written before any rule was tuned and
 never looked at while tuning; it is run like the others and marked in the table.
@@ -26,9 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 DATA = ROOT / "experiments" / "data"
 RESULTS = ROOT / "experiments" / "results" / "all-sets"
-README = ROOT / "README.md"
-START, END = "<!-- all-sets:start (experiments/all_sets.py table) -->", "<!-- all-sets:end -->"
-ANSWERS_START, ANSWERS_END = "<!-- all-answers:start (experiments/all_sets.py table) -->", "<!-- all-answers:end -->"
 BUDGETS = (4, 2)
 HELD_OUT = "scikit-build-core"
 # Questions no set's collection answers, asked against every set at budget 4 (abstaining barely depends on the
@@ -220,27 +219,19 @@ def answers_plot(path: Path) -> None:
     plt.close(figure)
 
 
-def with_table(document: str, rendered: str, start: str = START, end: str = END) -> str:
-    """The document with the block between the markers replaced by `rendered` (the markers must be present)."""
-    before, rest = document.split(start, 1)
-    _, after = rest.split(end, 1)
-    return f"{before}{start}\n{rendered}\n{end}{after}"
+def write_docs() -> None:
+    """Draw both pictures and rewrite docs/benchmarks.md from the result files."""
+    import benchmarks_doc  # beside this file; it imports this module for the tables
 
-
-def with_tables(document: str) -> str:
-    """The document with both generated tables (recall; answers) as the result files give them."""
-    return with_table(with_table(document, table()), answers_table(), ANSWERS_START, ANSWERS_END)
-
-
-def write_readme() -> None:
-    README.write_text(with_tables(README.read_text(encoding="utf-8")), encoding="utf-8")
     plot(RESULTS / "all-sets.png")
     answers_plot(RESULTS / "all-answers.png")
+    benchmarks_doc.write()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("run", "table"))
+    parser.add_argument("action", choices=("run", "table"),
+                        help="run: eval.py on the sets, then table; table: the pictures and docs/benchmarks.md")
     parser.add_argument("--sets", default=",".join(s.name for s in SETS),
                         help=f"comma list of {', '.join(BY_NAME)}")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="comma list of budgets")
@@ -255,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             for budget in (int(b) for b in args.budgets.split(",")):
                 out = run_one(BY_NAME[name], budget, Path(args.out))
                 keep(BY_NAME[name], budget, out, ran_on)
-    write_readme()
+    write_docs()
     print(table())
     print()
     print(answers_table())

@@ -31,6 +31,11 @@ def default_store_path() -> Path:
     return platformdirs.user_data_path("dagrag") / "qdrant"
 
 
+def default_max_runs(cores: int | None) -> int:
+    """Runs at once by default: two per core (a run waits on the store and the LLM as well as the CPU), 2 to 16."""
+    return min(16, max(2, 2 * (cores or 1)))
+
+
 API_KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MIN_API_KEY_CHARS = 16
 
@@ -221,9 +226,13 @@ class Settings(BaseSettings):
     serve_max_body_bytes: int = Field(
         1_048_576, ge=1024, le=64 * 1_048_576, description="Largest request body; larger ones get 413.")
     serve_max_runs: int = Field(
-        4, ge=1, le=1024, description="Queries and searches running at once; more wait SERVE_QUEUE_WAIT_S, then 429.")
+        default_factory=lambda: default_max_runs(os.cpu_count()), ge=1, le=1024,
+        description="Queries and searches running at once (default: twice the CPU cores, 2 to 16); more queue.")
+    serve_max_queue: int = Field(
+        64, ge=0, le=100_000, description="Requests that may wait for a run slot; one more is refused at once (429 "
+        "with a Retry-After computed from the queue).")
     serve_queue_wait_s: float = Field(
-        2.0, ge=0, le=600, description="How long a request waits for a free run slot before 429 + Retry-After.")
+        30.0, ge=0, le=600, description="How long a queued request waits for a run slot before 429 + Retry-After.")
     serve_cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Web origins (`https://host[:port]`, comma-separated) whose pages may "
         "call the server from a browser; none by default: no CORS headers at all.")

@@ -450,6 +450,35 @@ def test_over_the_run_limit_is_429_with_retry_after(make_server, reranker):
         assert "dagrag_runs_rejected_total 5.0" in http.get("/metrics").text
 
 
+def test_requests_past_the_run_limit_queue_and_past_the_queue_get_429_with_a_retry_after_from_the_queue(
+        make_server, reranker):
+    from concurrent.futures import ThreadPoolExecutor
+
+    gate = GatedScorer(reranker.scorer)
+    with make_server(gate=gate, serve_max_runs=1, serve_max_queue=3) as server, \
+            httpx.Client(base_url=server.url, headers=AUTH, timeout=HANG_GUARD_S) as http, \
+            ThreadPoolExecutor(max_workers=6) as pool:
+        first = pool.submit(http.post, "/query", json={"question": KISS_AND_TELL})
+        assert gate.reached.wait(HANG_GUARD_S)  # the only slot is taken
+        queued = [pool.submit(http.post, "/query", json={"question": DERRICKSON}) for _ in range(3)]
+        deadline = time.monotonic() + HANG_GUARD_S
+        while server.service.slots.max_queue > len(server.service.slots._waiters):  # all three are waiting
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        refused = http.post("/query", json={"question": DERRICKSON})  # the queue is full: refused at once
+        assert refused.status_code == 429 and "busy" in refused.json()["detail"]
+        assert int(refused.headers["retry-after"]) >= 4  # four runs ahead of it, one at a time, ~1 s each at least
+        gate.gate.set()
+        assert first.result().status_code == 200
+        assert [f.result().status_code for f in queued] == [200, 200, 200]  # they queued; none was refused
+
+
+def test_the_default_run_limit_follows_the_cores():
+    from dagrag.config import default_max_runs
+
+    assert [default_max_runs(cores) for cores in (None, 1, 2, 4, 16)] == [2, 2, 4, 8, 16]
+
+
 def test_a_workflow_server_run_holds_its_slot_until_it_ends(make_server, reranker):
     """run-nowait answers at once, but its run counts against SERVE_MAX_RUNS until it has finished."""
     gate = GatedScorer(reranker.scorer)

@@ -51,15 +51,18 @@ class RunSlotsBusy(Exception):
 
 
 class RunSlots:
-    """At most `limit` runs at once; a request waits up to `wait_s` for a slot, then is refused (429).
+    """At most `limit` runs at once; up to `max_queue` more requests wait for a slot, each up to `wait_s`. A request
+    that finds the queue full, or waits out `wait_s`, is refused (429) with a Retry-After computed from the queue
+    ahead of it and how long runs have lately taken.
 
     Releasing never awaits: a response torn down by a client's disconnect runs its cleanup inside a cancelled
     task (anyio cancels every later await there), and a release that awaited would leak the slot.
     """
 
-    def __init__(self, limit: int, wait_s: float, metrics: ServerMetrics) -> None:
+    def __init__(self, limit: int, wait_s: float, metrics: ServerMetrics, max_queue: int = 64) -> None:
         self.limit = limit
         self.wait_s = wait_s
+        self.max_queue = max_queue
         self.metrics = metrics
         self.in_flight = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -67,7 +70,9 @@ class RunSlots:
         self._recent_run_s = 1.0  # moving average of run durations: what Retry-After promises
 
     def retry_after_s(self) -> int:
-        return max(1, math.ceil(self._recent_run_s))
+        """Seconds until a slot is likely free for one more request: the queue ahead of it, `limit` at a time."""
+        rounds = (len(self._waiters) + 1) / self.limit
+        return max(1, math.ceil(rounds * self._recent_run_s))
 
     def has_room(self) -> bool:
         return self.in_flight < self.limit
@@ -76,6 +81,9 @@ class RunSlots:
         """Take a slot, waiting up to `wait_s`; RunSlotsBusy if none came free."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_s
+        if not self.has_room() and len(self._waiters) >= self.max_queue:
+            self.metrics.rejected.inc()
+            raise RunSlotsBusy(self.retry_after_s())  # the queue is full: waiting would only lengthen it
         while not self.has_room():
             left = deadline - loop.time()
             if left <= 0:
@@ -197,7 +205,8 @@ class DagragService:
         self.agents = agents
         self.embed_model = embed_model
         self.metrics = ServerMetrics()
-        self.slots = RunSlots(settings.serve_max_runs, settings.serve_queue_wait_s, self.metrics)
+        self.slots = RunSlots(settings.serve_max_runs, settings.serve_queue_wait_s, self.metrics,
+                              max_queue=settings.serve_max_queue)
         self.query_workflow = QueryWorkflow(**vars(agents), settings=settings)
         # WorkflowServer drives its own instance: it wraps runs in its runtime (persisted ticks, handlers).
         self.served_workflow = ServedQueryWorkflow(**vars(agents), settings=settings)
