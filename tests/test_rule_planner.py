@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dagrag.agents.rule_planner import find_comparison, plan_offline, rewrite_with_history
-from dagrag.core.language import ENGLISH, Language
+from dagrag.core.language import ENGLISH
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev.jsonl"
 
@@ -189,10 +189,22 @@ def test_a_name_with_capitalised_small_words_is_not_cut_where_a_sentence_would_g
 
 def test_another_language_is_another_language_object_not_an_edit_of_the_planner():
     import re
-    german = Language(
+    from dataclasses import replace
+
+    german = replace(
+        ENGLISH,
         comparison_forms=(re.compile(r"^wie\s+unterscheidet\s+sich\s+(?P<a>.+?)\s+von\s+(?P<b>.+)$", re.I),),
         side_ends=re.compile(r"\s*[?:;,]|\s+(?:für|bei)\b"), side_openers=frozenset({"der", "die", "das"}),
-        side_closers=frozenset(), list_joiners=("und", "oder"))
+        side_closers=frozenset(), list_joiners=("und", "oder"), pronouns=(("sie", ""), ("ihre", "s")))
     found = find_comparison("Wie unterscheidet sich httpx von requests?", german)
     assert found is not None and found.entities == ("httpx", "requests")
     assert find_comparison("Wie unterscheidet sich httpx von requests?", ENGLISH) is None
+    # the word lists travel with the language too: what a cue asks a passage for, the pronouns a follow-up uses
+    assert rewrite_with_history("Wann wurde sie geboren?", ["Mara Vance schrieb es."], german) == \
+        "Wann wurde Mara Vance geboren?"
+    assert rewrite_with_history("Wann wurde sie geboren?", ["Mara Vance schrieb es."]) is None
+    question = "Who is older, Mara Vance or Tomas Reyne?"
+    assert [sq.text for sq in plan_offline(question).subqueries] == ["Mara Vance born", "Tomas Reyne born"]
+    by_date = replace(ENGLISH, cue_attributes=(("older", "birth date"),))
+    assert [sq.text for sq in plan_offline(question, language=by_date).subqueries] == [
+        "Mara Vance birth date", "Tomas Reyne birth date"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..core.language import ENGLISH, Language
 from ..core.names import CONNECTOR, NAME_WORD
 from ..core.plan import PARENT_REFERENCE
 from ..core.text import content_words
@@ -27,12 +28,6 @@ _NAMED_SPAN = re.compile(
     rf"\"([^\"]{{2,80}})\"|“([^”]{{2,80}})”|({NAME_WORD}(?:\s+(?:{CONNECTOR}\s+)*{NAME_WORD})*)")
 _LEADING_FUNCTION_WORD = re.compile(
     r"^(?:The|A|An|In|On|At|By|For|From|After|Before|During|Since|His|Her|Its|Their|This|That|These|It|He|She)\s+")
-# Capitalised words that name nothing on their own (sentence openers, nationalities, months).
-_NOT_NAMES = frozenset(
-    """the a an in on at by he she it they his her its their this that these there after before during when
-    while however also born american british english french german italian spanish canadian australian
-    january february march april may june july august september october november december""".split()
-)
 # Where one clause of a question ends and the next begins: "Which region of the country, in which the hero of
 # the novel ... is stranded, is Dunmere in?" Each relative clause describes another thing of the chain.
 CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:which|where|who|whom|whose|that|when|while)\b", re.IGNORECASE)
@@ -51,8 +46,9 @@ class BridgeQuery:
     text: str
 
 
-def named_spans(passage: str, known: str, limit: int) -> list[str]:
-    """Named spans of `passage` (capitalised runs, quoted titles) that `known` does not already name."""
+def named_spans(passage: str, known: str, limit: int, language: Language = ENGLISH) -> list[str]:
+    """Named spans of `passage` (capitalised runs, quoted titles) that `known` does not already name; a lone word of
+    `language.not_names` (a sentence opener, a month) is none."""
     known_words = set(content_words(known))
     spans: list[str] = []
     for match in _NAMED_SPAN.finditer(passage):
@@ -61,7 +57,7 @@ def named_spans(passage: str, known: str, limit: int) -> list[str]:
         words = content_words(span)
         if not words or all(w in known_words for w in words):
             continue
-        if len(words) == 1 and words[0] in _NOT_NAMES:
+        if len(words) == 1 and words[0] in language.not_names:
             continue
         if span not in spans:
             spans.append(span)

@@ -12,6 +12,7 @@ import json
 
 from llama_index.core import PromptTemplate
 
+from ..core.language import ENGLISH, Language
 from ..core.plan import (
     ExecutedPlan,
     Plan,
@@ -116,11 +117,13 @@ class QueryPlannerAgent:
         subquery_max: int = 4,
         enable_dag: bool = True,
         bridge: bool = True,
+        language: Language = ENGLISH,
     ) -> None:
         self.client = client
         self.subquery_max = subquery_max
         self.enable_dag = enable_dag
         self.bridge = bridge
+        self.language = language  # the words and forms the rule planner reads (core/language.py)
 
     async def aplan(
         self, question: str, history: list[str], ledger: RunLedger, given: Plan | None = None
@@ -176,12 +179,12 @@ class QueryPlannerAgent:
         notes = list(notes)
         standalone = question
         if history:
-            rewritten = rewrite_with_history(question, history)
+            rewritten = rewrite_with_history(question, history, self.language)
             if rewritten:
                 standalone = rewritten
                 notes.append(f"rewrote the question with the chat history: {rewritten!r}")
         plan = plan_offline(standalone, enable_dag=self.enable_dag, subquery_max=self.subquery_max,
-                            bridge=self.bridge)
+                            bridge=self.bridge, language=self.language)
         executed = finalize_plan(plan, question=standalone, subquery_max=self.subquery_max, origin=origin,
                                  notes=notes)
         if executed is None:  # cannot happen for rule plans; the single-query plan is always valid

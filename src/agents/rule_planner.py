@@ -22,76 +22,11 @@ from ..core.names import is_connector, is_name_word
 from ..core.plan import Hints, Plan, SubQuery, single_query_plan
 from ..core.text import STOPWORDS, content_words
 
-AUXILIARIES = frozenset(
-    """are is were was do does did have has had can could will would""".split()
-)
-COMPARISON_CUES = frozenset(
-    """both same share shared common older younger oldest youngest first earlier later latest recently
-    more most less fewer higher lower taller shorter longer larger smaller bigger different similar
-    either""".split()
-)
-# Comparatives that open "X ... than Y" ("Is X taller than Y?"); "other than" and "rather than" compare nothing.
-THAN_COMPARATIVES = COMPARISON_CUES | frozenset(
-    """better worse faster slower heavier lighter richer poorer deeper wider greater newer cheaper stronger
-    weaker hotter colder warmer cooler closer farther further louder""".split()
-)
-# "Which is fastest, X, Y or Z?": a list of three or more is compared by a superlative.
-SUPERLATIVES = frozenset(
-    """best worst fastest slowest largest biggest smallest highest lowest tallest shortest longest heaviest
-    lightest richest poorest deepest widest greatest newest cheapest strongest weakest closest earliest""".split()
-)
-# Words that only say two things are set side by side ("the difference between X and Y", "How does X differ
-# from Y?"): a cue, but nothing a passage about one of them states, so no part of a subquery.
-CONTRAST_WORDS = frozenset(
-    """difference differences differ differs differed distinct compare compares compared comparable contrast
-    versus vs""".split()
-)
-# The word that joins the second entity, and the cues it needs: anywhere before "than" ("more titles did X
-# win than Y"), right before the others ("differ from", "similar to", "compared with").
-LINKED_CUES: dict[str, frozenset[str]] = {
-    "than": THAN_COMPARATIVES,
-    "from": frozenset("differ differs differed different distinct".split()),
-    "to": frozenset("similar compared comparable".split()),
-    "with": frozenset("compare compares compared".split()),
-}
-NOT_ATTRIBUTES = frozenset({"both", "same", "either"}) | CONTRAST_WORDS
-RELATIVE_PRONOUNS = frozenset({"that", "which", "who"})
 MAX_NAME_WORDS = 12  # longer, a "name" is a clause the rules misread
-LEADING_PREPOSITIONS = frozenset("in at on of for by from with".split())
 _CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members": the name ends at the comma
 _QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”")
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
-# Comparative words map to what a passage about one entity states; "older" is answered by a birth date.
-CUE_ATTRIBUTES = {
-    "older": "born", "younger": "born", "oldest": "born", "youngest": "born", "earlier": "date",
-    "taller": "height", "shorter": "height", "longer": "length", "larger": "size", "bigger": "size",
-    "smaller": "size", "higher": "high", "lower": "low",
-}
-PRONOUNS = {"he": "", "she": "", "it": "", "they": "", "him": "", "them": "",
-            "his": "'s", "her": "'s", "its": "'s", "their": "'s"}
 _WORD = re.compile(r"\S+")
-# Relations that name a second entity (a person, mostly) whose own page holds what is compared: "the film's
-# director", "the author of the novel". A bridge-comparison asks about one of these for each side.
-RELATION_WORDS = frozenset(
-    """director author composer performer producer writer screenwriter lyricist creator founder father mother
-    spouse husband wife son daughter editor publisher architect designer developer manufacturer owner""".split()
-)
-# What kind of thing the compared entities are ("Which *film* has the director ..."): not an attribute.
-KIND_WORDS = frozenset(
-    """film films movie movies song songs album albums book books novel novels band bands play plays series show
-    shows company companies work works""".split()
-)
-_PLURAL_RELATION = {f"{word}s": word for word in RELATION_WORDS}
-_RELATION = "|".join(sorted(RELATION_WORDS, key=len, reverse=True))
-# The relation as a link to a second entity: "has the director", "whose director", "the director(s) of".
-_RELATION_LINK = re.compile(
-    rf"\b(?:(?:has|have|had|with)\s+the|whose)\s+({_RELATION})s?\b|\bthe\s+({_RELATION})s?\s+of\b",
-    re.IGNORECASE)
-_KIND = "|".join(sorted(KIND_WORDS, key=len, reverse=True))
-# "..., the director of film X or the director of film Y?": each side names its relation.
-_RELATION_OF_EACH = re.compile(
-    rf"\bthe\s+({_RELATION})\s+of\s+(?:the\s+)?(?:(?:{_KIND})\s+)?(.+?)\s+or\s+the\s+\1\s+of\s+"
-    rf"(?:the\s+)?(?:(?:{_KIND})\s+)?(.+?)\s*\??$", re.IGNORECASE)
 BRIDGE_MIN_CONTENT_WORDS = 3  # "Who is he?" has nothing for a second hop to build on
 
 
@@ -136,16 +71,17 @@ def _clean(name: str) -> str:
     return re.sub(r"^(the|both)\s+", "", name, flags=re.IGNORECASE).strip()
 
 
-def _predicate(question: str, entities: tuple[str, ...]) -> list[str]:
+def _predicate(question: str, entities: tuple[str, ...], language: Language) -> list[str]:
     entity_words = set(content_words(" ".join(entities)))
-    words = [w for w in content_words(question) if w not in entity_words and w not in AUXILIARIES]
-    mapped = [CUE_ATTRIBUTES.get(w, w) for w in words if w not in NOT_ATTRIBUTES]
+    words = [w for w in content_words(question) if w not in entity_words and w not in language.auxiliaries]
+    not_attributes = language.not_attributes | language.contrast_words
+    mapped = [language.attribute_of.get(w, w) for w in words if w not in not_attributes]
     return list(dict.fromkeys(mapped))
 
 
-def _past_opening_words(words: list[str], also: frozenset[str] = frozenset()) -> list[str]:
+def _past_opening_words(words: list[str], language: Language, also: frozenset[str] = frozenset()) -> list[str]:
     """Words past a capitalised sentence opener ("What", "Were", and any of `also`): those are no name."""
-    while words and words[0].lower().strip("\"'") in STOPWORDS | AUXILIARIES | also:
+    while words and words[0].lower().strip("\"'") in STOPWORDS | language.auxiliaries | also:
         words = words[1:]
     return words
 
@@ -156,22 +92,22 @@ def _up_to_clause(tail: str) -> str:
     return tail[: clause.start()] if clause else tail
 
 
-def _listed_name(segment: str, *, opens: bool = False) -> str | None:
+def _listed_name(segment: str, language: Language, *, opens: bool = False) -> str | None:
     """A list item that is a name; in the segment that opens the question, past its opening words ("Were Mara
     Vance", "Compare Quillpack"). Between commas every word counts: "Which came first, A, B or C?"."""
-    words = _past_opening_words(segment.split(), CONTRAST_WORDS) if opens else segment.split()
+    words = _past_opening_words(segment.split(), language, language.contrast_words) if opens else segment.split()
     if not words or _leading_name(words) != words or all(w.isdigit() for w in words):
         return None
     return _clean(" ".join(words)) or None
 
 
-def _comparison_of_a_list(question: str) -> tuple[str, ...] | None:
+def _comparison_of_a_list(question: str, language: Language) -> tuple[str, ...] | None:
     """Three or more names in a list: "Who is oldest, X, Y or Z?", "Were X, Y and Z all American?",
     "Compare X, Y, and Z"; None for two (the other forms read those)."""
     body = question.rstrip(" ?.")
     lowered = body.lower().split()
-    cued = (bool(lowered) and lowered[0] in AUXILIARIES) or any(
-        w.strip(",:") in COMPARISON_CUES | CONTRAST_WORDS | THAN_COMPARATIVES | SUPERLATIVES for w in lowered)
+    cues = language.than_cues | language.contrast_words | language.superlatives
+    cued = (bool(lowered) and lowered[0] in language.auxiliaries) or any(w.strip(",:") in cues for w in lowered)
     last = max(body.rfind(" or "), body.rfind(" and "))
     if not cued or last < 0:
         return None
@@ -180,7 +116,7 @@ def _comparison_of_a_list(question: str) -> tuple[str, ...] | None:
     segments = head.split(",")
     for index in reversed(range(len(segments))):
         _, colon, item = segments[index].rpartition(":")  # "Which is fastest: X" (a title may hold one too)
-        name = _listed_name(item, opens=index == 0)
+        name = _listed_name(item, language, opens=index == 0)
         if name is None:
             break
         names.insert(0, name)
@@ -195,7 +131,7 @@ def _comparison_of_a_list(question: str) -> tuple[str, ...] | None:
     return tuple(items)
 
 
-def _comparison_with_or(question: str) -> tuple[str, str] | None:
+def _comparison_with_or(question: str, language: Language) -> tuple[str, str] | None:
     """"Who is older, X or Y?" / "Is X or Y the ...?" """
     body = question.rstrip(" ?").replace("--", ", ")
     at = body.find(" or ")
@@ -209,15 +145,16 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
         if _leading_name(left.split()) != left.split():  # "... in May, 2009 a goalkeeper or ..."
             return None
         *earlier, before = head[:split_at].split(",")
-        if head[split_at] == "," and ":" not in before and _listed_name(before, opens=not earlier) is not None:
+        listed = _listed_name(before, language, opens=not earlier)
+        if head[split_at] == "," and ":" not in before and listed is not None:
             return None  # "X, Y or Z" that no cue made a comparison of a list: not a pair either
-    elif head_words and head_words[0].lower() in AUXILIARIES:
+    elif head_words and head_words[0].lower() in language.auxiliaries:
         # "Is the Velmora or the Tarrasine ...": everything between the verb and "or" must be the name.
         left_words = head_words[1:]
         if not left_words or _leading_name(left_words) != left_words:
             return None
         left = " ".join(left_words)
-    elif any(w.lower().strip(",?") in COMPARISON_CUES | THAN_COMPARATIVES | SUPERLATIVES for w in body.split()):
+    elif any(w.lower().strip(",?") in language.than_cues | language.superlatives for w in body.split()):
         # "Which genus has more species Velmora or Tarrasine?": the name closes the head.
         left = " ".join(_trailing_name(head_words))
     else:
@@ -232,12 +169,12 @@ def _comparison_with_or(question: str) -> tuple[str, str] | None:
     return left, right
 
 
-def _comparison_with_and(question: str) -> tuple[str, str] | None:
+def _comparison_with_and(question: str, language: Language) -> tuple[str, str] | None:
     """"Were X and Y of the same nationality?" / "What occupation do X and Y share?" """
     words = _WORD.findall(question.rstrip(" ?"))
     lowered = [w.lower().strip(",") for w in words]
-    starts_with_aux = bool(lowered) and lowered[0] in AUXILIARIES
-    has_cue = any(w.strip(".,") in COMPARISON_CUES | CONTRAST_WORDS for w in lowered)
+    starts_with_aux = bool(lowered) and lowered[0] in language.auxiliaries
+    has_cue = any(w.strip(".,") in language.comparison_cues | language.contrast_words for w in lowered)
     if not (starts_with_aux or has_cue):
         return None
     for i, word in enumerate(lowered):
@@ -249,7 +186,7 @@ def _comparison_with_and(question: str) -> tuple[str, str] | None:
         if left_words and left_words[0].lower() == "both":
             left_words = left_words[1:]
         left = _trailing_name(left_words)
-        while left and left[0].lower() in CONTRAST_WORDS:  # "Compare X and Y"
+        while left and left[0].lower() in language.contrast_words:  # "Compare X and Y"
             left = left[1:]
         right = _leading_name(words[i + 1:])
         if left and right:
@@ -257,13 +194,13 @@ def _comparison_with_and(question: str) -> tuple[str, str] | None:
     return None
 
 
-def _second_entity(words: list[str]) -> str | None:
+def _second_entity(words: list[str], language: Language) -> str | None:
     """The name a linking word introduces: "than (in) (the) (director of) Y ..."; None for "than 300 papers"."""
-    if words and words[0].lower() in LEADING_PREPOSITIONS:
+    if words and words[0].lower() in language.leading_prepositions:
         words = words[1:]
     if words and words[0].lower() == "the":
         words = words[1:]
-    if len(words) > 1 and words[0].lower() in RELATION_WORDS and words[1].lower() == "of":
+    if len(words) > 1 and words[0].lower() in language.relation_words and words[1].lower() == "of":
         words = words[2:]
     name = _leading_name(words)
     if not name or name[0][0].isdigit():
@@ -271,7 +208,7 @@ def _second_entity(words: list[str]) -> str | None:
     return _clean(" ".join(name)) or None
 
 
-def _comparison_with_link(question: str) -> tuple[str, str] | None:
+def _comparison_with_link(question: str, language: Language) -> tuple[str, str] | None:
     """"Is X taller than Y?", "How many more titles did X win than Y?", "How does X differ from Y?",
     "Is X similar to Y?", "How does X compare with Y?"
 
@@ -284,26 +221,28 @@ def _comparison_with_link(question: str) -> tuple[str, str] | None:
     for match in re.finditer(r"\s(than|from|to|with)\s", body):
         link = match.group(1)
         head_words = [w.lower().strip(",") for w in body[:match.start()].split()]
-        cued = (any(w in LINKED_CUES[link] for w in head_words) if link == "than"
-                else bool(head_words) and head_words[-1] in LINKED_CUES[link]
-                and not RELATIVE_PRONOUNS & set(head_words[-3:-1]))  # "X, that is similar to Y, ..." describes X
+        cues = language.cues_before.get(link, frozenset())
+        # "X, that is similar to Y, ..." describes X: a relative pronoun before the cue compares nothing
+        cued = (any(w in cues for w in head_words) if link == "than"
+                else bool(head_words) and head_words[-1] in cues
+                and not language.relative_pronouns & set(head_words[-3:-1]))
         if not cued:
             continue
-        left = _first_named_entity(body[:match.start()])
-        right = _second_entity(body[match.end():].split())
+        left = _first_named_entity(body[:match.start()], language)
+        right = _second_entity(body[match.end():].split(), language)
         if left and right and len(left.split()) <= MAX_NAME_WORDS and len(right.split()) <= MAX_NAME_WORDS:
             return left, right
         return None
     return None
 
 
-def _comparison_with_versus(question: str) -> tuple[str, str] | None:
+def _comparison_with_versus(question: str, language: Language) -> tuple[str, str] | None:
     """"Quillpack vs Stowbuild: which is faster?" / "Tomas Reyne versus Mara Vance: who directed more films?" """
     parts = _VERSUS.split(question.rstrip(" ?"), maxsplit=1)
     if len(parts) != 2:
         return None
-    left = _clean(" ".join(_past_opening_words(_trailing_name(parts[0].split()))))
-    right = _second_entity(parts[1].split())
+    left = _clean(" ".join(_past_opening_words(_trailing_name(parts[0].split()), language)))
+    right = _second_entity(parts[1].split(), language)
     return (left, right) if left and right else None
 
 
@@ -374,11 +313,12 @@ def find_comparison(question: str, language: Language = ENGLISH) -> Comparison |
     name), then the forms that need names to look like names ("Were X and Y ...?", "Who is older, X or Y?").
     """
     held, spans = _hold_quoted(question)
-    found = (_comparison_by_form(held, language) or _comparison_of_a_list(held) or _comparison_with_or(held)
-             or _comparison_with_and(held) or _comparison_with_link(held) or _comparison_with_versus(held))
+    found = (_comparison_by_form(held, language) or _comparison_of_a_list(held, language)
+             or _comparison_with_or(held, language) or _comparison_with_and(held, language)
+             or _comparison_with_link(held, language) or _comparison_with_versus(held, language))
     if found is None:
         return None
-    predicate = _predicate(held, found)
+    predicate = _predicate(held, found, language)
     entities = tuple(re.sub(r"Quoted\d+", lambda m: spans.get(m.group(0), m.group(0)), e) for e in found)
     if not all(entities) or len({e.lower() for e in entities}) < len(entities):
         return None
@@ -392,19 +332,19 @@ class BridgeComparison:
     attribute: list[str]  # what is compared about the related entity ("born", "died first")
 
 
-def find_bridge_comparison(question: str) -> BridgeComparison | None:
+def find_bridge_comparison(question: str, language: Language = ENGLISH) -> BridgeComparison | None:
     """A comparison of a relation of two entities ("Which film has the director born earlier, X or Y?"), or None.
 
     The relation must link to a second entity ("has the director", "whose director", "the director of"):
     in "Which film director is younger, X or Y?" the directors are the entities themselves.
     """
-    each = _RELATION_OF_EACH.search(question.rstrip())
+    each = language.relation_of_each.search(question.rstrip())
     if each is not None:
         relation, left, right = each.group(1).lower(), _clean(each.group(2)), _clean(each.group(3))
         entities: tuple[str, str] | None = (left, right) if left and right and left.lower() != right.lower() else None
     else:
-        link = _RELATION_LINK.search(question)
-        comparison = find_comparison(question) if link is not None else None
+        link = language.relation_link.search(question)
+        comparison = find_comparison(question, language) if link is not None else None
         entities = None
         if comparison is not None and len(comparison.entities) == 2:  # two chains fill four subqueries
             entities = (comparison.entities[0], comparison.entities[1])
@@ -412,12 +352,12 @@ def find_bridge_comparison(question: str) -> BridgeComparison | None:
     if entities is None:
         return None
     entity_words = set(content_words(" ".join(entities)))
-    words = [w for w in content_words(question) if w not in entity_words and w not in AUXILIARIES
-             and w not in KIND_WORDS and _PLURAL_RELATION.get(w, w) not in RELATION_WORDS
-             and w not in ("both", "same", "either", "whose")]
+    words = [w for w in content_words(question) if w not in entity_words and w not in language.auxiliaries
+             and w not in language.kind_words and language.plural_relations.get(w, w) not in language.relation_words
+             and w not in language.not_attributes]
     # The mapped attribute ("older" -> "born") is what the related entity's page states; the word as asked
     # stays too, so the hop shares a word with the question (plans are checked for that).
-    attribute = list(dict.fromkeys([CUE_ATTRIBUTES.get(w, w) for w in words] + words))
+    attribute = list(dict.fromkeys([language.attribute_of.get(w, w) for w in words] + words))
     return BridgeComparison(entities=entities, relation=relation, attribute=attribute)
 
 
@@ -440,14 +380,15 @@ def bridge_plan(question: str) -> Plan:
     ])
 
 
-def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 4, bridge: bool = True) -> Plan:
-    """The rule-based plan for a (standalone) question."""
+def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 4, bridge: bool = True,
+                 language: Language = ENGLISH) -> Plan:
+    """The rule-based plan for a (standalone) question, read with `language`'s words and forms."""
     if not enable_dag or subquery_max < 2:
         return single_query_plan(question)
-    bridge_comparison = find_bridge_comparison(question) if bridge and subquery_max >= 4 else None
+    bridge_comparison = find_bridge_comparison(question, language) if bridge and subquery_max >= 4 else None
     if bridge_comparison is not None:
         return bridge_comparison_plan(question, bridge_comparison)
-    comparison = find_comparison(question)
+    comparison = find_comparison(question, language)
     if comparison is not None and len(comparison.entities) > subquery_max:
         comparison = None  # a subquery each would not fit; the question is searched as asked
     if comparison is None:
@@ -465,16 +406,16 @@ def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 
     return Plan(query=question, subqueries=subqueries)
 
 
-def _first_named_entity(text: str) -> str | None:
+def _first_named_entity(text: str, language: Language) -> str | None:
     words = _WORD.findall(text)
     for i in range(len(words)):
-        run = _past_opening_words(_leading_name(words[i:]))
+        run = _past_opening_words(_leading_name(words[i:]), language)
         if run:
             return _clean(" ".join(run)) or None
     return None
 
 
-def rewrite_with_history(question: str, history: list[str]) -> str | None:
+def rewrite_with_history(question: str, history: list[str], language: Language = ENGLISH) -> str | None:
     """Replace the first pronoun of a follow-up question with the subject of the latest turn that names one.
 
     Returns None when the question needs no rewrite (no pronoun, or no name to put in its place).
@@ -482,13 +423,13 @@ def rewrite_with_history(question: str, history: list[str]) -> str | None:
     words = _WORD.findall(question)
     for i, word in enumerate(words):
         key = word.lower().strip("?,.!")
-        if key not in PRONOUNS:
+        if key not in language.pronoun_suffixes:
             continue
         for turn in reversed(history):
-            entity = _first_named_entity(turn)
+            entity = _first_named_entity(turn, language)
             if entity:
                 trailing = word[len(word.rstrip("?,.!")):]
-                words[i] = entity + PRONOUNS[key] + trailing
+                words[i] = entity + language.pronoun_suffixes[key] + trailing
                 return " ".join(words)
         return None
     return None

@@ -1,4 +1,4 @@
-"""The sentence forms the offline planner reads, for one language: English here.
+"""The words and sentence forms the offline planner and the bridge hop read, for one language: English here.
 
 A comparison is recognised by its *form* ("How does X differ from Y?", "X vs Y: which ...?", "Should I use X
 or Y for Z?"), whatever X and Y look like: capitalised names, lower-case package names, dotted paths,
@@ -9,18 +9,45 @@ another language is another instance of it, not an edit of the planner.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
 
 
 @dataclass(frozen=True)
 class Language:
-    """What the planner needs to know about a language to split a comparison into its sides.
+    """What the offline planner and the bridge hop need to know about a language.
 
+    Comparisons by form:
     - `comparison_forms`: patterns over the whole question (trailing "?" removed), each with groups `a` and
       `b` (the two sides) or `items` (a list of sides joined by commas and `list_joiners`); tried in order.
     - `side_ends`: where a side stops when the form leaves its end open ("... or Y *for a monorepo*").
     - `side_openers` / `side_closers`: words a side never starts / ends with ("*the* black hook").
     - `list_joiners`: the words that join the last item of a list ("X, Y *and* Z").
+
+    Comparisons by their names and cues, and bridge-comparisons (lower-case words):
+    - `auxiliaries`: verbs that open a yes/no question ("*Were* X and Y ...").
+    - `comparison_cues`: words that set two things side by side ("both", "older", "same").
+    - `than_comparatives`: comparatives that open "X ... than Y", beyond the cues ("faster", "better").
+    - `superlatives`: words that compare a list of three or more ("oldest", "fastest").
+    - `contrast_words`: words that only say two things are compared ("difference", "versus"): no part of a search.
+    - `linked_cues`: the word that joins the second name, and the cues it needs (before "than" anywhere; right
+      before the others: "differ *from*", "similar *to*").
+    - `not_attributes`: cue words a passage about one side never states ("both", "same").
+    - `relative_pronouns`: words that open a clause about the first name ("X, *that* is similar to Y").
+    - `leading_prepositions`: prepositions a second name may follow ("than *in* Y").
+    - `cue_attributes`: what a passage about one side states for a comparative ("older" → "born").
+    - `relation_words`: relations that name a second entity whose page holds what is compared ("director").
+    - `kind_words`: what kind of thing the compared names are ("film", "album"): not an attribute.
+    - `pronouns`: pronoun → what replaces it after a name when a follow-up question is rewritten ("his" → "'s").
+
+    Names:
+    - `not_names`: capitalised words that name nothing on their own (sentence openers, months, nationalities).
     """
 
     comparison_forms: tuple[re.Pattern[str], ...]
@@ -28,7 +55,60 @@ class Language:
     side_openers: frozenset[str]
     side_closers: frozenset[str]
     list_joiners: tuple[str, ...]
+    auxiliaries: frozenset[str]
+    comparison_cues: frozenset[str]
+    than_comparatives: frozenset[str]
+    superlatives: frozenset[str]
+    contrast_words: frozenset[str]
+    linked_cues: tuple[tuple[str, frozenset[str]], ...]
+    not_attributes: frozenset[str]
+    relative_pronouns: frozenset[str]
+    leading_prepositions: frozenset[str]
+    cue_attributes: tuple[tuple[str, str], ...]
+    relation_words: frozenset[str]
+    kind_words: frozenset[str]
+    pronouns: tuple[tuple[str, str], ...]
+    not_names: frozenset[str]
     max_side_words: int = 8
+
+    # Read-only views and patterns built once per language (a frozen dataclass still keeps a cached_property).
+    @cached_property
+    def than_cues(self) -> frozenset[str]:
+        """Every word that may open "X ... than Y": the comparison cues and the comparatives."""
+        return self.comparison_cues | self.than_comparatives
+
+    @cached_property
+    def cues_before(self) -> Mapping[str, frozenset[str]]:
+        """`linked_cues` as a mapping; "than" also takes every word of `than_cues`."""
+        return MappingProxyType({link: words | (self.than_cues if link == "than" else frozenset())
+                                 for link, words in self.linked_cues})
+
+    @cached_property
+    def attribute_of(self) -> Mapping[str, str]:
+        return MappingProxyType(dict(self.cue_attributes))
+
+    @cached_property
+    def pronoun_suffixes(self) -> Mapping[str, str]:
+        return MappingProxyType(dict(self.pronouns))
+
+    @cached_property
+    def plural_relations(self) -> Mapping[str, str]:
+        return MappingProxyType({f"{word}s": word for word in self.relation_words})
+
+    @cached_property
+    def relation_link(self) -> re.Pattern[str]:
+        """The relation as a link to a second entity: "has the director", "whose director", "the director(s) of"."""
+        relation = "|".join(sorted(self.relation_words, key=len, reverse=True))
+        return re.compile(rf"\b(?:(?:has|have|had|with)\s+the|whose)\s+({relation})s?\b|\bthe\s+({relation})s?\s+of\b",
+                          re.IGNORECASE)
+
+    @cached_property
+    def relation_of_each(self) -> re.Pattern[str]:
+        """"..., the director of film X or the director of film Y?": each side names its relation."""
+        relation = "|".join(sorted(self.relation_words, key=len, reverse=True))
+        kind = "|".join(sorted(self.kind_words, key=len, reverse=True))
+        return re.compile(rf"\bthe\s+({relation})\s+of\s+(?:the\s+)?(?:(?:{kind})\s+)?(.+?)\s+or\s+the\s+\1\s+of\s+"
+                          rf"(?:the\s+)?(?:(?:{kind})\s+)?(.+?)\s*\??$", re.IGNORECASE)
 
 
 def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -69,4 +149,39 @@ ENGLISH = Language(
     side_openers=frozenset("the a an my our your plain using".split()),
     side_closers=frozenset("itself alone".split()),
     list_joiners=("and", "or"),
+    auxiliaries=_words("are is were was do does did have has had can could will would"),
+    comparison_cues=_words(
+        """both same share shared common older younger oldest youngest first earlier later latest recently
+        more most less fewer higher lower taller shorter longer larger smaller bigger different similar
+        either"""),
+    than_comparatives=_words(
+        """better worse faster slower heavier lighter richer poorer deeper wider greater newer cheaper stronger
+        weaker hotter colder warmer cooler closer farther further louder"""),
+    superlatives=_words(
+        """best worst fastest slowest largest biggest smallest highest lowest tallest shortest longest heaviest
+        lightest richest poorest deepest widest greatest newest cheapest strongest weakest closest earliest"""),
+    contrast_words=_words(
+        """difference differences differ differs differed distinct compare compares compared comparable contrast
+        versus vs"""),
+    linked_cues=(("than", frozenset()), ("from", _words("differ differs differed different distinct")),
+                 ("to", _words("similar compared comparable")), ("with", _words("compare compares compared"))),
+    not_attributes=_words("both same either"),
+    relative_pronouns=_words("that which who"),
+    leading_prepositions=_words("in at on of for by from with"),
+    cue_attributes=(("older", "born"), ("younger", "born"), ("oldest", "born"), ("youngest", "born"),
+                    ("earlier", "date"), ("taller", "height"), ("shorter", "height"), ("longer", "length"),
+                    ("larger", "size"), ("bigger", "size"), ("smaller", "size"), ("higher", "high"),
+                    ("lower", "low")),
+    relation_words=_words(
+        """director author composer performer producer writer screenwriter lyricist creator founder father mother
+        spouse husband wife son daughter editor publisher architect designer developer manufacturer owner"""),
+    kind_words=_words(
+        """film films movie movies song songs album albums book books novel novels band bands play plays series show
+        shows company companies work works"""),
+    pronouns=(("he", ""), ("she", ""), ("it", ""), ("they", ""), ("him", ""), ("them", ""),
+              ("his", "'s"), ("her", "'s"), ("its", "'s"), ("their", "'s")),
+    not_names=_words(
+        """the a an in on at by he she it they his her its their this that these there after before during when
+        while however also born american british english french german italian spanish canadian australian
+        january february march april may june july august september october november december"""),
 )
