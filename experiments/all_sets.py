@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit.provenance import code_commit
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 DATA = ROOT / "experiments" / "data"
@@ -73,13 +75,6 @@ BY_NAME = {s.name: s for s in SETS}
 
 def result_path(name: str, budget: int) -> Path:
     return RESULTS / f"{name}-k{budget}.json"
-
-
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "src"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
-    return done.stdout.strip() + ("+uncommitted" if dirty else "") if done.returncode == 0 else "unknown"
 
 
 def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
@@ -241,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [name for name in args.sets.split(",") if name not in BY_NAME]
         if unknown:
             parser.error(f"--sets: unknown {', '.join(unknown)} (known: {', '.join(BY_NAME)})")
-        ran_on = commit()
+        ran_on = code_commit()
         for name in args.sets.split(","):
             for budget in (int(b) for b in args.budgets.split(",")):
                 out = run_one(BY_NAME[name], budget, Path(args.out))

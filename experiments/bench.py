@@ -61,8 +61,8 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from eval import SubQuestionBaseline, index_spec, pooled_corpus
-from eval_data import Example, load_examples
-from eval_metrics import percentile
+from evalkit.data import Example, load_examples
+from evalkit.metrics import percentile
 
 from dagrag import Plan, QueryResult, QueryWorkflow, Settings
 from dagrag.agents.planner import QueryPlannerAgent

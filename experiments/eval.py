@@ -6,7 +6,7 @@ Open-corpus setting: the paragraphs of every question in the run are pooled (ded
 once into a persistent embedded Qdrant collection keyed by (corpus hash, embedding model), and every
 system answers every question from the whole pool, handing its writer at most `--budget` passages.
 
-Docs questions (records with `evidence` quotes and no `paragraphs`, see eval_docs.py) are answered from a
+Docs questions (records with `evidence` quotes and no `paragraphs`, see evalkit/docs.py) are answered from a
 folder of documents ingested by dagrag's own reader, and score evidence recall by the quotes' text:
 
     python experiments/eval.py --data experiments/data/docs_questions.jsonl \
@@ -39,7 +39,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_data import (
+from evalkit.data import (
     OUT_OF_COLLECTION,
     DataFormatError,
     Example,
@@ -47,8 +47,8 @@ from eval_data import (
     load_examples,
     load_out_of_collection,
 )
-from eval_docs import docs_corpus, docs_corpus_folder
-from eval_metrics import (
+from evalkit.docs import docs_corpus, docs_corpus_folder
+from evalkit.metrics import (
     answer_match,
     best_over_aliases,
     evidence_recall,
@@ -58,6 +58,7 @@ from eval_metrics import (
     squash,
     supporting_recall,
 )
+from evalkit.provenance import changed_settings, code_commit
 
 from dagrag import Plan, PlanOrigin, QueryResult, QueryWorkflow, Settings
 from dagrag.ingest import ingest_nodes, make_node
@@ -592,6 +593,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
             "index_added": report.added, "question_time_s": round(question_seconds, 2),
             "embed_model": settings.embed_model, "reranker": settings.reranker, "llm": settings.llm,
             "skipped": skipped, "resumed_rows": resumed, "run_rows": ran,
+            "commit": code_commit(), "settings_changed": changed_settings(settings),
         },
     }
     write_atomically(out / "summary.json", json.dumps(summary, indent=2))

@@ -35,8 +35,8 @@ from eval import (
     summarize,
     write_atomically,
 )
-from eval_data import Example, decomposition_plan, load_examples
-from eval_docs import docs_corpus_folder
+from evalkit.data import Example, decomposition_plan, load_examples
+from evalkit.docs import docs_corpus_folder
 from tqdm import tqdm
 
 from dagrag import Plan, Settings

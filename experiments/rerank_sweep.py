@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import DEFAULT_DATA, ZeroScorer, ZeroVerifier, ZeroWriter, log, open_pool
 from eval import supporting_ids
-from eval_metrics import percentile, supporting_recall
+from evalkit.metrics import percentile, supporting_recall
 
 from dagrag import QueryWorkflow, Settings
 from dagrag.agents.planner import QueryPlannerAgent

@@ -15,8 +15,8 @@ from .conftest import ROOT, SAMPLE, sample_records
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import eval as eval_script
-from eval_data import DataFormatError, decomposition_plan, load_examples, load_out_of_collection
-from eval_metrics import (
+from evalkit.data import DataFormatError, decomposition_plan, load_examples, load_out_of_collection
+from evalkit.metrics import (
     answer_match,
     best_over_aliases,
     exact_match,
@@ -150,6 +150,9 @@ def test_tiny_run_writes_consistent_outputs(tmp_path, sample_store_path):
                       "--index-dir", str(tmp_path / "index"), "--out", str(out)])
     config = json.loads((out / "summary.json").read_text())["config"]
     assert config["index_added"] == 0 and config["resumed_rows"] == 4 and config["run_rows"] == 0
+    # what the result ran on: the commit, and every setting that is not dagrag's default (the budget here; the tests'
+    # environment keeps a server's runs in memory), never a secret
+    assert config["commit"] and config["settings_changed"] == {"context_budget": 2, "serve_runs_db": "memory"}
 
 
 def test_out_of_collection_questions_are_asked_too_and_counted_apart(tmp_path):

@@ -15,9 +15,9 @@ from .conftest import ROOT, SAMPLE
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import eval as eval_script
-from eval_data import DOCS_TYPES, DataFormatError, Example, load_examples
-from eval_docs import docs_corpus_folder, evidence_problems
-from eval_metrics import evidence_recall, squash
+from evalkit.data import DOCS_TYPES, DataFormatError, Example, load_examples
+from evalkit.docs import docs_corpus_folder, evidence_problems
+from evalkit.metrics import evidence_recall, squash
 
 from dagrag.ingest import read_nodes
 

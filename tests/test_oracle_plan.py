@@ -1,4 +1,4 @@
-"""experiments/eval_data.py: MuSiQue's gold decompositions as the oracle's plan, "X >> relation" steps as questions."""
+"""evalkit/data.py: MuSiQue's gold decompositions as the oracle's plan, "X >> relation" steps as questions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from eval_data import Example, decomposition_plan, natural_step
+from evalkit.data import Example, decomposition_plan, natural_step
 
 
 @pytest.mark.parametrize(("step", "question"), [

@@ -1,10 +1,10 @@
 """The docs benchmark's corpus: a folder of documents, ingested by dagrag's own reader, and the check that
 the questions' evidence really is in it.
 
-A docs question (see eval_data: `evidence` quotes, one `documents` path each, no `paragraphs`) is answered
+A docs question (see evalkit.data: `evidence` quotes, one `documents` path each, no `paragraphs`) is answered
 from the whole folder, chunked by `dagrag.ingest.read_nodes` exactly as `dagrag ingest FOLDER` would chunk
 it, so the benchmark measures the ingestion users get, whatever it is today. The evidence is scored by text
-(eval_metrics.evidence_recall), never by chunk id, so it survives any change to the chunker.
+(evalkit.metrics.evidence_recall), never by chunk id, so it survives any change to the chunker.
 
     python experiments/eval.py --data experiments/data/docs_questions.jsonl \\
         --corpus experiments/data/docs_corpus/hatch/docs --systems single,dag --budget 4
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_data import DataFormatError, Example
-
 from dagrag.ingest import read_nodes
+
+from .data import DataFormatError, Example
 
 PROBLEMS_SHOWN = 5  # an error message names this many mismatches, then counts the rest
 

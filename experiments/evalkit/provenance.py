@@ -1,0 +1,38 @@
+"""What a result ran on: the code's commit and the settings that differ from dagrag's defaults."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from dagrag import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+# Where the run's own index lives and what it is called: reported by the harness beside the settings.
+NOT_SETTINGS = frozenset({"qdrant_path", "collection"})
+
+
+def code_commit() -> str:
+    """The repository's short commit, "+uncommitted" when src/ has changes; "unknown" outside a git checkout."""
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        return "unknown"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "src"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return done.stdout.strip() + ("+uncommitted" if dirty else "")
+
+
+def changed_settings(settings: Settings) -> dict[str, Any]:
+    """The settings a run used that are not dagrag's defaults (secrets left out), as JSON values."""
+    dumped = settings.model_dump(mode="json")
+    changed: dict[str, Any] = {}
+    for name, field in Settings.model_fields.items():
+        if name in NOT_SETTINGS or isinstance(getattr(settings, name), SecretStr):
+            continue
+        default = field.get_default(call_default_factory=True)
+        if getattr(settings, name) != default:
+            changed[name] = dumped[name]
+    return changed
