@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dagrag.agents.rule_planner import find_comparison, plan_offline, rewrite_with_history
-from dagrag.core.language import ENGLISH
+from dagrag.core.language import ENGLISH, Language
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev.jsonl"
 
@@ -189,22 +189,37 @@ def test_a_name_with_capitalised_small_words_is_not_cut_where_a_sentence_would_g
 
 def test_another_language_is_another_language_object_not_an_edit_of_the_planner():
     import re
-    from dataclasses import replace
-
-    german = replace(
-        ENGLISH,
+    german = Language(
         comparison_forms=(re.compile(r"^wie\s+unterscheidet\s+sich\s+(?P<a>.+?)\s+von\s+(?P<b>.+)$", re.I),),
         side_ends=re.compile(r"\s*[?:;,]|\s+(?:für|bei)\b"), side_openers=frozenset({"der", "die", "das"}),
-        side_closers=frozenset(), list_joiners=("und", "oder"), pronouns=(("sie", ""), ("ihre", "s")))
+        side_closers=frozenset(), list_joiners=("und", "oder"))
     found = find_comparison("Wie unterscheidet sich httpx von requests?", german)
     assert found is not None and found.entities == ("httpx", "requests")
     assert find_comparison("Wie unterscheidet sich httpx von requests?", ENGLISH) is None
-    # the word lists travel with the language too: what a cue asks a passage for, the pronouns a follow-up uses
-    assert rewrite_with_history("Wann wurde sie geboren?", ["Mara Vance schrieb es."], german) == \
+
+
+def test_the_word_lists_come_with_the_language_not_the_planner():
+    from dataclasses import replace
+
+    def texts(question: str, language: Language = ENGLISH) -> list[str]:
+        return [sq.text for sq in plan_offline(question, language=language).subqueries]
+
+    older = "Who is older, Mara Vance or Tomas Reyne?"
+    assert texts(older) == ["Mara Vance born", "Tomas Reyne born"]
+    by_date = replace(ENGLISH, cue_attributes=(("older", "birth date"),))
+    assert texts(older, language=by_date) == ["Mara Vance birth date", "Tomas Reyne birth date"]
+    # no yes/no verbs: "Were X and Y ...?" without a cue is no comparison, only a question to bridge
+    members = "Were Mara Vance and Tomas Reyne members of Quillpack?"
+    assert texts(members) == ["Mara Vance members quillpack", "Tomas Reyne members quillpack"]
+    assert texts(members, language=replace(ENGLISH, auxiliaries=frozenset())) == [members, f"{{s1}} {members}"]
+    # other relations: "the director" links to no second entity, so no chain through it
+    earlier = "Which film has the director born earlier, Salt and Ember or Paper Lanterns?"
+    assert len(texts(earlier)) == 4
+    regisseur = replace(ENGLISH, relation_words=frozenset({"regisseur"}))
+    assert texts(earlier, language=regisseur) == ["Salt and Ember film director born date",
+                                                  "Paper Lanterns film director born date"]
+    # the pronouns a follow-up question uses
+    german = replace(ENGLISH, pronouns=(("sie", ""), ("ihr", "s")))
+    assert rewrite_with_history("Wann wurde sie geboren?", ["Mara Vance schrieb es."], language=german) == \
         "Wann wurde Mara Vance geboren?"
     assert rewrite_with_history("Wann wurde sie geboren?", ["Mara Vance schrieb es."]) is None
-    question = "Who is older, Mara Vance or Tomas Reyne?"
-    assert [sq.text for sq in plan_offline(question).subqueries] == ["Mara Vance born", "Tomas Reyne born"]
-    by_date = replace(ENGLISH, cue_attributes=(("older", "birth date"),))
-    assert [sq.text for sq in plan_offline(question, language=by_date).subqueries] == [
-        "Mara Vance birth date", "Tomas Reyne birth date"]

@@ -46,7 +46,7 @@ class BridgeQuery:
     text: str
 
 
-def named_spans(passage: str, known: str, limit: int, language: Language = ENGLISH) -> list[str]:
+def named_spans(passage: str, known: str, limit: int, *, language: Language = ENGLISH) -> list[str]:
     """Named spans of `passage` (capitalised runs, quoted titles) that `known` does not already name; a lone word of
     `language.not_names` (a sentence opener, a month) is none."""
     known_words = set(content_words(known))
@@ -79,21 +79,23 @@ def unexplained_words(child_text: str, evidence: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in seen))
 
 
-def bridge_entities(parent_title: str, parent_passage: str, question: str, limit: int) -> list[str]:
+def bridge_entities(parent_title: str, parent_passage: str, question: str, limit: int, *,
+                    language: Language = ENGLISH) -> list[str]:
     """The candidate bridge entities of a parent page: its title (when the question does not name it), then the
     named spans of its passage's prose, at most `limit`."""
     title = _TITLE_QUALIFIER.sub("", parent_title)
-    spans = named_spans(title, question, 1) + named_spans(prose(parent_passage), question, limit)
+    spans = (named_spans(title, question, 1, language=language)
+             + named_spans(prose(parent_passage), question, limit, language=language))
     return list(dict.fromkeys(spans))[:limit]
 
 
-def bridge_queries(child_text: str, parent_title: str, parent_passage: str, question: str,
-                   limit: int) -> list[BridgeQuery]:
+def bridge_queries(child_text: str, parent_title: str, parent_passage: str, question: str, limit: int, *,
+                   language: Language = ENGLISH) -> list[BridgeQuery]:
     """One query per candidate bridge entity (`bridge_entities`), each with the words the passage leaves
     unexplained."""
     rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
     return [BridgeQuery(entity=e, text=f"{e} {rest}".strip())
-            for e in bridge_entities(parent_title, parent_passage, question, limit)]
+            for e in bridge_entities(parent_title, parent_passage, question, limit, language=language)]
 
 
 def clause_breaks(question: str) -> list[re.Match[str]]:
@@ -109,7 +111,8 @@ def opening_clause(question: str) -> str:
     return question[:breaks[0].start()].strip() if breaks else question.strip()
 
 
-def phrased_queries(parent_title: str, parent_passage: str, question: str, limit: int) -> list[BridgeQuery]:
+def phrased_queries(parent_title: str, parent_passage: str, question: str, limit: int, *,
+                    language: Language = ENGLISH) -> list[BridgeQuery]:
     """One query per candidate bridge entity, each with the question's opening clause as written, less the
     names the question gives ("Veloria Who governed the country is located"): the names describe
     the hops before, and the entity stands in for them."""
@@ -120,7 +123,7 @@ def phrased_queries(parent_title: str, parent_passage: str, question: str, limit
     rest = _DANGLING.sub("", _POSSESSIVE.sub("", rest))
     clause = " ".join(f"{clause[:start]} {rest}".split())
     return [BridgeQuery(entity=e, text=f"{e} {clause}".strip())
-            for e in bridge_entities(parent_title, parent_passage, question, limit)]
+            for e in bridge_entities(parent_title, parent_passage, question, limit, language=language)]
 
 
 def title_words(title: str) -> set[str]:

@@ -179,7 +179,7 @@ class QueryPlannerAgent:
         notes = list(notes)
         standalone = question
         if history:
-            rewritten = rewrite_with_history(question, history, self.language)
+            rewritten = rewrite_with_history(question, history, language=self.language)
             if rewritten:
                 standalone = rewritten
                 notes.append(f"rewrote the question with the chat history: {rewritten!r}")

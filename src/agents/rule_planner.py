@@ -218,7 +218,7 @@ def _comparison_with_link(question: str, language: Language) -> tuple[str, str] 
     "X, that is similar to Y, ..." (a relative clause describes X; the question asks something else).
     """
     body = question.rstrip(" ?")
-    for match in re.finditer(r"\s(than|from|to|with)\s", body):
+    for match in language.link_word.finditer(body):
         link = match.group(1)
         head_words = [w.lower().strip(",") for w in body[:match.start()].split()]
         cues = language.cues_before.get(link, frozenset())

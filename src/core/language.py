@@ -9,14 +9,23 @@ another language is another instance of it, not an edit of the planner.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 
+_NEVER = r"(?!)"  # matches nothing
+
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
+
+
+def _alternation(words: Iterable[str], *, longest_first: bool = False) -> str:
+    """`words` as a regex alternation (escaped; the longest first, if asked, so a word's longer form wins); with no
+    words, a pattern that never matches, so no rule fires on an empty word list."""
+    listed = sorted(words, key=len, reverse=True) if longest_first else list(words)
+    return "|".join(map(re.escape, listed)) or _NEVER
 
 
 @dataclass(frozen=True)
@@ -30,15 +39,20 @@ class Language:
     - `side_openers` / `side_closers`: words a side never starts / ends with ("*the* black hook").
     - `list_joiners`: the words that join the last item of a list ("X, Y *and* Z").
 
-    Comparisons by their names and cues, and bridge-comparisons (lower-case words):
+    Comparisons by their names and cues, and bridge-comparisons (lower-case words; each list defaults to empty, and
+    a language without one simply lacks the rules that read it):
     - `auxiliaries`: verbs that open a yes/no question ("*Were* X and Y ...").
     - `comparison_cues`: words that set two things side by side ("both", "older", "same").
-    - `than_comparatives`: comparatives that open "X ... than Y", beyond the cues ("faster", "better").
+    - `than_comparatives`: comparatives that open "X ... than Y" besides the comparison cues ("faster", "better");
+      "other than" and "rather than" compare nothing.
     - `superlatives`: words that compare a list of three or more ("oldest", "fastest").
-    - `contrast_words`: words that only say two things are compared ("difference", "versus"): no part of a search.
-    - `linked_cues`: the word that joins the second name, and the cues it needs (before "than" anywhere; right
-      before the others: "differ *from*", "similar *to*").
-    - `not_attributes`: cue words a passage about one side never states ("both", "same").
+    - `contrast_words`: words that only say two things are compared ("difference", "versus"): a cue, but no part
+      of a search.
+    - `linked_cues`: each word that joins the second name ("than", "from"), in the order tried, with the cues it
+      needs right before it ("differ *from*", "similar *to*"); the comparison cues and `than_comparatives` may
+      come anywhere before "than" ("more titles did X win *than* Y").
+    - `not_attributes`: cue words a passage about one side never states ("both", "same"); the contrast words
+      neither.
     - `relative_pronouns`: words that open a clause about the first name ("X, *that* is similar to Y").
     - `leading_prepositions`: prepositions a second name may follow ("than *in* Y").
     - `cue_attributes`: what a passage about one side states for a comparative ("older" → "born").
@@ -55,23 +69,26 @@ class Language:
     side_openers: frozenset[str]
     side_closers: frozenset[str]
     list_joiners: tuple[str, ...]
-    auxiliaries: frozenset[str]
-    comparison_cues: frozenset[str]
-    than_comparatives: frozenset[str]
-    superlatives: frozenset[str]
-    contrast_words: frozenset[str]
-    linked_cues: tuple[tuple[str, frozenset[str]], ...]
-    not_attributes: frozenset[str]
-    relative_pronouns: frozenset[str]
-    leading_prepositions: frozenset[str]
-    cue_attributes: tuple[tuple[str, str], ...]
-    relation_words: frozenset[str]
-    kind_words: frozenset[str]
-    pronouns: tuple[tuple[str, str], ...]
-    not_names: frozenset[str]
+    auxiliaries: frozenset[str] = frozenset()
+    comparison_cues: frozenset[str] = frozenset()
+    than_comparatives: frozenset[str] = frozenset()
+    superlatives: frozenset[str] = frozenset()
+    contrast_words: frozenset[str] = frozenset()
+    linked_cues: tuple[tuple[str, frozenset[str]], ...] = ()
+    not_attributes: frozenset[str] = frozenset()
+    relative_pronouns: frozenset[str] = frozenset()
+    leading_prepositions: frozenset[str] = frozenset()
+    cue_attributes: tuple[tuple[str, str], ...] = ()
+    relation_words: frozenset[str] = frozenset()
+    kind_words: frozenset[str] = frozenset()
+    pronouns: tuple[tuple[str, str], ...] = ()
+    not_names: frozenset[str] = frozenset()
     max_side_words: int = 8
 
-    # Read-only views and patterns built once per language (a frozen dataclass still keeps a cached_property).
+    # Mappings are fields as tuples of pairs, so a Language stays hashable and comparable like any frozen dataclass
+    # of hashable values. The views and patterns the rules read are built from the fields once per instance: a
+    # cached_property stores its value in the instance's __dict__, which a frozen dataclass leaves writable (it only
+    # blocks setattr), and is no field, so equality and hashing ignore it; `dataclasses.replace` starts afresh.
     @cached_property
     def than_cues(self) -> frozenset[str]:
         """Every word that may open "X ... than Y": the comparison cues and the comparatives."""
@@ -84,31 +101,41 @@ class Language:
                                  for link, words in self.linked_cues})
 
     @cached_property
+    def link_word(self) -> re.Pattern[str]:
+        """A word of `linked_cues` between spaces (group 1 the word), the links in their order."""
+        return re.compile(rf"\s({_alternation(link for link, _ in self.linked_cues)})\s")
+
+    @cached_property
     def attribute_of(self) -> Mapping[str, str]:
+        """`cue_attributes` as a mapping."""
         return MappingProxyType(dict(self.cue_attributes))
 
     @cached_property
     def pronoun_suffixes(self) -> Mapping[str, str]:
+        """`pronouns` as a mapping."""
         return MappingProxyType(dict(self.pronouns))
 
     @cached_property
     def plural_relations(self) -> Mapping[str, str]:
+        """Each relation's plural ("directors") → the relation."""
         return MappingProxyType({f"{word}s": word for word in self.relation_words})
 
     @cached_property
     def relation_link(self) -> re.Pattern[str]:
-        """The relation as a link to a second entity: "has the director", "whose director", "the director(s) of"."""
-        relation = "|".join(sorted(self.relation_words, key=len, reverse=True))
+        """The relation as a link to a second entity: "has the director", "whose director", "the director(s) of"
+        (group 1 or 2 the relation)."""
+        relation = _alternation(self.relation_words, longest_first=True)
         return re.compile(rf"\b(?:(?:has|have|had|with)\s+the|whose)\s+({relation})s?\b|\bthe\s+({relation})s?\s+of\b",
                           re.IGNORECASE)
 
     @cached_property
     def relation_of_each(self) -> re.Pattern[str]:
-        """"..., the director of film X or the director of film Y?": each side names its relation."""
-        relation = "|".join(sorted(self.relation_words, key=len, reverse=True))
-        kind = "|".join(sorted(self.kind_words, key=len, reverse=True))
-        return re.compile(rf"\bthe\s+({relation})\s+of\s+(?:the\s+)?(?:(?:{kind})\s+)?(.+?)\s+or\s+the\s+\1\s+of\s+"
-                          rf"(?:the\s+)?(?:(?:{kind})\s+)?(.+?)\s*\??$", re.IGNORECASE)
+        """"..., the director of film X or the director of film Y?": each side names its relation (group 1), the
+        sides are groups 2 and 3."""
+        relation = _alternation(self.relation_words, longest_first=True)
+        kind = rf"(?:(?:{_alternation(self.kind_words, longest_first=True)})\s+)?" if self.kind_words else ""
+        return re.compile(rf"\bthe\s+({relation})\s+of\s+(?:the\s+)?{kind}(.+?)\s+or\s+the\s+\1\s+of\s+"
+                          rf"(?:the\s+)?{kind}(.+?)\s*\??$", re.IGNORECASE)
 
 
 def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
