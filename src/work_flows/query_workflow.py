@@ -278,29 +278,44 @@ class QueryWorkflow(Workflow):
         return True
 
     async def _abstain_reason(self, run: QueryRun, sources: list[Source]) -> str | None:
-        """Score the question against each kept passage and its sentences; why to abstain, or None. A run out of
-        time, or a failing cross-encoder, does not abstain: the writer's own fallbacks take over."""
+        """Score the question against each kept passage's sentences and, only if none of them answers, against the
+        whole passages; why to abstain, or None. Sentences first: the extractive writer scores the same pairs (the
+        reranker's cache serves them again), and one answering sentence settles it. A run out of time, or a failing
+        cross-encoder, does not abstain: the writer's own fallbacks take over."""
         if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval:
             return None
         if not sources:
             return abstain_reason(answer_score([], []), threshold=self.policy.abstain_below)
-        hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
-        passages = [passage_text(hits[s.node_id]) if s.node_id in hits else s.text for s in sources]
         sentences = [[in_context(sentence, str(s.metadata.get("title") or "")) for sentence in quoted_sentences(s.text)]
                      for s in sources]
-        pairs = [(run.plan.query, text) for text in [*passages, *(t for own in sentences for t in own)]]
+        flat = await self._question_scores(run, [t for own in sentences for t in own])
+        if flat is None:
+            return None
+        cuts = [0]
+        for own in sentences:
+            cuts.append(cuts[-1] + len(own))
+        per_source = [flat[cuts[i]:cuts[i + 1]] for i in range(len(sources))]
+        unscored = [0.0] * len(sources)  # passages: only scored when no sentence answers
+        if abstain_reason(answer_score(unscored, per_source), threshold=self.policy.abstain_below) is None:
+            return None
+        hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
+        passages = await self._question_scores(
+            run, [passage_text(hits[s.node_id]) if s.node_id in hits else s.text for s in sources])
+        if passages is None:
+            return None
+        return abstain_reason(answer_score(passages, per_source), threshold=self.policy.abstain_below)
+
+    async def _question_scores(self, run: QueryRun, texts: list[str]) -> list[float] | None:
+        """The cross-encoder's probability for the question against each text; None when the deadline passed or
+        the cross-encoder failed (recorded in the ledger)."""
+        if not texts:
+            return []
         try:
-            scores = await before_deadline(run.deadline, self.reranker.ascore(pairs))
+            scores = await before_deadline(run.deadline, self.reranker.ascore([(run.plan.query, t) for t in texts]))
         except Exception as error:
             run.ledger.degrade("answerability", f"{type(error).__name__}: {str(error)[:300]}", "no abstain check")
             return None
-        if scores is None:
-            return None
-        cuts = [len(passages)]
-        for own in sentences:
-            cuts.append(cuts[-1] + len(own))
-        per_source = [scores[cuts[i]:cuts[i + 1]] for i in range(len(sources))]
-        return abstain_reason(answer_score(scores[: len(passages)], per_source), threshold=self.policy.abstain_below)
+        return None if scores is None else list(scores)
 
     def _evidence(self, run: QueryRun) -> EvidenceGathered:
         sources = select_sources(run.plan, passages_handed_over(self.policy, run),
