@@ -294,6 +294,36 @@ How each section measures (as the file records it):
     return "\n".join(parts)
 
 
+def profile_section() -> str:
+    path = RESULTS / "profile.json"
+    if not path.exists():
+        return ""
+    profile = load(path)
+    wall, stages = profile.get("wall_s", {}), profile.get("stages_s", {})
+    total = stages.get("total") or 1.0
+    stage_rows = [[stage, show(seconds), f"{seconds / total:.0%}"] for stage, seconds in stages.items()
+                  if stage != "total"]
+    top = [[f"`{row['function']}`", f"{row['share']:.1%}", show(row["seconds_per_question"])]
+           for row in profile.get("top_self_time", [])[:8]]
+    return f"""\
+## Where one offline query's time goes: experiments/profile_query.py
+
+The HotpotQA sample's {show(profile.get('questions'))} questions, one at a time, offline defaults, on
+{show(profile.get('cpus'))} CPUs (load average {show(profile.get('load_average'))}), commit
+{show(profile.get('commit'))}: wall time p50 {show(wall.get('p50'))} s, mean {show(wall.get('mean'))} s, max
+{show(wall.get('max'))} s. The workflow's own stage timings, mean per question:
+
+{table(["stage", "seconds", "share of the run"], stage_rows)}
+
+pyinstrument's samples of the event loop's thread (async mode), the functions with the most time of their own; a
+model runs in a worker thread, so its time shows as the `to_thread` that awaits it:
+
+{table(["function", "share", "seconds per question"], top)}
+
+Made by `{PYTHON} experiments/profile_query.py` (`--html FILE` writes pyinstrument's page of the last question).
+"""
+
+
 def ingest_section() -> str:
     path = RESULTS / "ingest-bench.json"
     if not path.exists():
@@ -387,8 +417,8 @@ LLM call per question.
 {shown}"""
 
 
-SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, ingest_section, rerank_section,
-            real_llm_section)
+SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, profile_section, ingest_section,
+            rerank_section, real_llm_section)
 
 
 def render() -> str:

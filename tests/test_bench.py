@@ -119,3 +119,15 @@ def test_config_from_flags(argv):
         assert cfg.queries == 10 and cfg.pool_questions == 30 and cfg.scale_sizes == [2_000, 5_000]
     else:
         assert cfg.sections == ["network"]
+
+
+def test_the_query_profile_splits_each_questions_time_by_stage_and_names_the_hot_functions(tmp_path):
+    import profile_query
+
+    out = tmp_path / "profile.json"
+    assert profile_query.main(["--limit", "2", "--out", str(out)]) == 0
+    profile = json.loads(out.read_text())
+    assert profile["questions"] == 2 and profile["commit"]
+    assert {"search", "rerank", "judge", "write", "total"} <= set(profile["stages_s"])
+    assert 0 < profile["wall_s"]["p50"] <= profile["wall_s"]["max"]
+    assert profile["top_self_time"] and all(0 <= row["share"] <= 1 for row in profile["top_self_time"])
