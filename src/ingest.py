@@ -193,6 +193,7 @@ def _hidden(path: Path, root: Path) -> bool:
 
 
 MEGABYTE = 1_000_000
+NO_TEXT = "no text to index (an empty file, or a PDF without a text layer)"
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,10 @@ def read_documents(path: Path, *, chunk_tokens: int = 256, limits: SizeLimits = 
         if too_large:
             raise IngestError(f"{path}: {too_large}")
         limits.check_total(path, [size])
-        return ReadResult(nodes=_unique(_file_nodes(path, path, chunk_tokens)), files_read=1)
+        nodes = _unique(_file_nodes(path, path, chunk_tokens))
+        if not nodes:
+            raise IngestError(f"{path}: {NO_TEXT}")
+        return ReadResult(nodes=nodes, files_read=1)
     nodes: list[TextNode] = []
     skipped: list[SkippedFile] = []
     to_read: list[Path] = []
@@ -259,6 +263,9 @@ def read_documents(path: Path, *, chunk_tokens: int = 256, limits: SizeLimits = 
             found = _file_nodes(file, path, chunk_tokens)
         except IngestError as error:
             skipped.append(SkippedFile(file, _reason(str(error), file)))
+            continue
+        if not found:
+            skipped.append(SkippedFile(file, NO_TEXT))
             continue
         read += 1
         nodes.extend(found)

@@ -191,6 +191,7 @@ def test_a_folder_ingest_reads_what_it_can_and_names_every_file_it_skipped(tmp_p
     (docs / "notes.txt").write_bytes(b"first line\nsecond\x00line\n")
     (docs / "latin1.md").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
     (docs / "setup.py").write_text("print('hi')\n", encoding="utf-8")
+    (docs / "empty.md").write_text("", encoding="utf-8")
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     (docs / ".git" / "config").write_text("[core]\n", encoding="utf-8")
 
@@ -199,6 +200,7 @@ def test_a_folder_ingest_reads_what_it_can_and_names_every_file_it_skipped(tmp_p
     reasons = {s.path.name: s.reason for s in read.skipped}
     assert reasons == {
         "setup.py": "not a type dagrag reads (.py)",
+        "empty.md": "no text to index (an empty file, or a PDF without a text layer)",
         "broken.pdf": reasons["broken.pdf"],
         "latin1.md": "line 1: not UTF-8 text (byte 0xe9)",
         "notes.txt": "line 2: a NUL byte: a binary file, not text",
@@ -207,11 +209,11 @@ def test_a_folder_ingest_reads_what_it_can_and_names_every_file_it_skipped(tmp_p
 
     monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "q"))
     assert main(["ingest", str(docs), "--strict"]) == 2  # refused: nothing written
-    assert "4 file(s) would be skipped, and --strict refuses the folder" in capsys.readouterr().err
+    assert "5 file(s) would be skipped, and --strict refuses the folder" in capsys.readouterr().err
     assert not (tmp_path / "q").exists()
     assert main(["ingest", str(docs)]) == 3  # written, but the exit status says files were skipped
     err = capsys.readouterr().err
-    assert "1 passages read from 1 file(s)" in err and "skipped 4 file(s):" in err
+    assert "1 passages read from 1 file(s)" in err and "skipped 5 file(s):" in err
     assert f"{docs / 'notes.txt'}: line 2: a NUL byte" in err and "EOF marker" not in err and ".git" not in err
     assert f"at {tmp_path / 'q'}: 1 added" in err
 
@@ -223,6 +225,10 @@ def test_a_file_given_alone_must_be_readable_and_a_folder_with_nothing_readable_
     lone.write_bytes(b"x\x00y")
     with pytest.raises(IngestError, match=r"notes\.txt:1: a NUL byte"):
         read_documents(lone)
+    blank = tmp_path / "blank.md"
+    blank.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(IngestError, match=r"blank\.md: no text to index"):
+        read_documents(blank)
     folder = tmp_path / "only-code"
     folder.mkdir()
     (folder / "conf.py").write_text("project = 'x'\n", encoding="utf-8")
