@@ -326,5 +326,8 @@ def settings_problems(error: ValidationError) -> str:
         secret = any(word in field for word in ("key", "token", "secret", "password"))
         shown = "" if not field or isinstance(given, dict) else "=(hidden)" if secret else f"={given!s}"
         message = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+        if message.startswith(ENV_PREFIX):  # a validator's own message names its variable (and value) already
+            lines.append(message)
+            continue
         lines.append(f"{name}{shown}: {message[:1].lower()}{message[1:]}")
     return "\n".join(lines)

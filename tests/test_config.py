@@ -43,3 +43,19 @@ def test_invalid_settings_fail_with_their_name(monkeypatch, env, value, message)
 def test_unknown_keyword_is_refused():
     with pytest.raises(ValidationError, match="subquery_maxx"):
         Settings(subquery_maxx=3)
+
+
+@pytest.mark.parametrize(("overrides", "line"), [
+    ({"llm": "foo:bar"}, "DAGRAG_LLM='foo:bar': kind must be one of none, openai, openai-like"),
+    ({"api_keys": "alice"}, "DAGRAG_API_KEYS entry 1: expected name=KEY"),
+    ({"subquery_max": 0}, "DAGRAG_SUBQUERY_MAX=0: input should be greater than or equal to 1"),
+])
+def test_a_settings_error_is_one_line_that_names_the_variable_once(overrides, line):
+    from pydantic import ValidationError
+
+    from dagrag.config import settings_problems
+
+    with pytest.raises(ValidationError) as raised:
+        Settings(**overrides)
+    printed = settings_problems(raised.value)
+    assert printed.startswith(line) and "\n" not in printed and printed.count("DAGRAG_") == 1
