@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -576,6 +577,27 @@ def test_a_client_that_leaves_mid_body_is_counted_as_gone_not_as_a_server_error(
     text = client.get("/metrics").text
     assert 'dagrag_requests_total{method="POST",route="/search",status="499"}' in text
     assert 'route="/search",status="500"' not in text
+
+
+# --- the published schema --------------------------------------------------------------------------------------
+
+def test_the_openapi_document_covers_every_route_resolves_every_ref_and_matches_what_query_returns(
+        live: LiveServer, client: httpx.Client):
+    assert httpx.get(f"{live.url}/openapi.json").status_code == 401  # behind the key, like every route but /health
+    document = client.get("/openapi.json").json()
+    assert document["openapi"].startswith("3.1") and document["info"]["title"] == "dagrag"
+    paths = document["paths"]
+    for path in ("/health", "/health/ready", "/metrics", "/search", "/query", "/query/stream", "/openapi.json",
+                 "/workflows/{name}/run", "/workflows/{name}/run-nowait", "/handlers", "/handlers/{handler_id}",
+                 "/events/{handler_id}", "/results/{handler_id}"):
+        assert path in paths, path
+    schemas = document["components"]["schemas"]
+    refs = re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(document))
+    assert refs and not [name for name in refs if name not in schemas]  # no dangling reference
+    result = client.post("/query", json={"question": DERRICKSON}).json()
+    described = schemas["QueryResult"]
+    assert set(described["required"]) <= set(result) <= set(described["properties"])
+    assert set(schemas["QueryBody"]["properties"]) == {"question", "history"}
 
 
 # --- named keys: whose runs a client may see -----------------------------------------------------------------

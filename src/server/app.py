@@ -48,6 +48,7 @@ from ..work_flows.events import LayerStarted, SubqueryDone, VerificationDone
 from ..work_flows.progress import AnswerWritten, HopAdded, LayerDone, PlanChosen
 from .metrics import CONTENT_TYPE
 from .middleware import WORKFLOW_NAME, ServerMiddleware, request_info
+from .openapi import openapi_document
 from .schemas import BadRequest, QueryBody, SearchBody, parse_body
 from .service import DagragService, RunSlotsBusy, missing_collection
 
@@ -88,8 +89,14 @@ def create_app(service: DagragService) -> ASGIApp:
         async with workflow_server.contextmanager():
             yield
 
+    schema = openapi_document(workflow_server)  # built once: the routes and models do not change while serving
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(schema)
+
     routes = [
         Route("/health", health, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
         Route("/health/ready", guarded(ready, service), methods=["GET"]),
         Route("/metrics", guarded(metrics, service), methods=["GET"]),
         Route("/search", guarded(search, service), methods=["POST"]),

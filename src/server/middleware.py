@@ -51,7 +51,7 @@ TEMPLATES = [
     (re.compile(r"^/handlers/[^/]+/cancel$"), lambda m: "/handlers/{handler_id}/cancel"),
 ]
 KNOWN_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/search", "/query", "/query/stream", "/workflows",
-                         "/handlers", "/"})
+                         "/handlers", "/openapi.json", "/"})
 
 
 def route_template(path: str) -> str:
