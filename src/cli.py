@@ -46,7 +46,14 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from .core.errors import IngestError
     from .ingest import SizeLimits, ingest_nodes, read_documents
@@ -67,10 +74,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             raise IngestError(f"{args.path}: {len(read.skipped)} file(s) would be skipped, and --strict refuses the "
                               "folder; nothing was written")
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
-    with Progress(TextColumn("embedding + writing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    # The rate and the time left: at a few dozen passages a second on a laptop, a big folder takes a while.
+    with Progress(TextColumn("embedding + writing"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                   console=console) as progress:
-        task = progress.add_task("ingest", total=len(nodes))
-        report = ingest_nodes(settings, nodes, embed_model, progress=lambda n: progress.advance(task, n))
+        task = progress.add_task("ingest", total=len(nodes), rate="")
+
+        def advance(count: int) -> None:
+            progress.advance(task, count)
+            speed = progress.tasks[task].speed
+            progress.update(task, rate=f"{speed:.0f} passages/s" if speed else "")
+
+        report = ingest_nodes(settings, nodes, embed_model, progress=advance)
         progress.update(task, completed=len(nodes))
     console.print(
         f"collection [bold]{report.collection}[/] at {settings.qdrant_location()}: "
