@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -598,6 +599,23 @@ def test_the_openapi_document_covers_every_route_resolves_every_ref_and_matches_
     described = schemas["QueryResult"]
     assert set(described["required"]) <= set(result) <= set(described["properties"])
     assert set(schemas["QueryBody"]["properties"]) == {"question", "history"}
+
+
+def test_schemathesis_finds_no_server_error_and_no_answer_off_the_published_schema(live: LiveServer, tmp_path):
+    """Every route, from /openapi.json, with a fixed seed and a bounded number of examples each."""
+    import subprocess
+
+    schema = tmp_path / "openapi.json"
+    schema.write_text(httpx.get(f"{live.url}/openapi.json", headers=AUTH, timeout=HANG_GUARD_S).text,
+                      encoding="utf-8")
+    st = Path(sys.executable).parent / "st"
+    done = subprocess.run(
+        [str(st), "run", str(schema), "--url", live.url, "-H", f"Authorization: Bearer {KEY}", "--seed", "1",
+         "--max-examples", "5", "--checks", "not_a_server_error,response_schema_conformance",
+         "--request-timeout", "60", "--no-color"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert "19/19" in done.stdout and " passed" in done.stdout
 
 
 # --- named keys: whose runs a client may see -----------------------------------------------------------------

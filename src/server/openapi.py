@@ -19,6 +19,9 @@ from .schemas import QueryBody, SearchBody
 REF = "#/components/schemas/{model}"
 PROBLEM = {"type": "object", "properties": {"detail": {"type": "string"}, "field": {"type": "string"}},
            "required": ["detail"]}
+# One server-sent event: its name (PlanChosen, LayerStarted, ..., result, error) and its JSON data, as text.
+SSE_EVENT = {"type": "object", "required": ["event", "data"],
+             "properties": {"event": {"type": "string"}, "data": {"type": "string"}, "id": {"type": "string"}}}
 SEARCH_ANSWER = {
     "type": "object", "required": ["documents", "metadatas", "distances"],
     "description": "Open WebUI's external retrieval answer: per query, the passages, their metadata and distances.",
@@ -72,8 +75,7 @@ def _dagrag_paths() -> dict[str, Any]:
                                        "application/json": {"schema": _ref("QueryBody")}}},
                                    "responses": {"200": {"description": "progress events, then `result` (a "
                                                                         "QueryResult) or `error`",
-                                                         "content": {"text/event-stream": {"schema": {
-                                                             "type": "string"}}}},
+                                                         "content": {"text/event-stream": {"schema": SSE_EVENT}}},
                                                  **run_errors}}},
         "/openapi.json": {"get": {"summary": "This document", "security": keyed, "responses": {
             "200": _json({"type": "object"}, "OpenAPI 3.1"), **_errors(401)}}},
@@ -96,6 +98,11 @@ def _package_version() -> str:
 def openapi_document(workflow_server: WorkflowServer) -> dict[str, Any]:
     """The whole server's OpenAPI document: WorkflowServer's paths and components, dagrag's beside them."""
     document = workflow_server.openapi_schema()
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            if isinstance(body, dict) and "content" not in body:  # WorkflowServer's GETs declare a body of nothing,
+                del operation["requestBody"]                      # which OpenAPI forbids: there is no body at all
     document["openapi"] = "3.1.0"  # pydantic's schemas are JSON Schema 2020-12, which OpenAPI 3.1 speaks
     document["info"] = {"title": "dagrag", "version": _package_version(),
                         "description": "Multi-hop question answering: dagrag's routes, and LlamaIndex's "
