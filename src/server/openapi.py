@@ -103,6 +103,10 @@ def openapi_document(workflow_server: WorkflowServer) -> dict[str, Any]:
             body = operation.get("requestBody") if isinstance(operation, dict) else None
             if isinstance(body, dict) and "content" not in body:  # WorkflowServer's GETs declare a body of nothing,
                 del operation["requestBody"]                      # which OpenAPI forbids: there is no body at all
+    envelope = document.get("components", {}).get("schemas", {}).get("EventEnvelopeWithMetadata", {})
+    types = envelope.get("properties", {}).get("types")
+    if isinstance(types, dict) and types.get("type") == "array":  # WorkflowServer sends `"types": null` for a result
+        envelope["properties"]["types"] = {"anyOf": [types, {"type": "null"}]}
     document["openapi"] = "3.1.0"  # pydantic's schemas are JSON Schema 2020-12, which OpenAPI 3.1 speaks
     document["info"] = {"title": "dagrag", "version": _package_version(),
                         "description": "Multi-hop question answering: dagrag's routes, and LlamaIndex's "
