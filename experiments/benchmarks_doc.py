@@ -324,6 +324,32 @@ Made by `{PYTHON} experiments/profile_query.py` (`--html FILE` writes pyinstrume
 """
 
 
+def serve_load_section() -> str:
+    path = RESULTS / "serve-load.json"
+    if not path.exists():
+        return ""
+    report = load(path)
+    rows = [[show(run["clients"]), show(run["seconds"]), show(run["requests"]),
+             ", ".join(f"{code}: {count}" for code, count in run["statuses"].items()), show(run["cross_talk"]),
+             show(run["latency_s"]["p50"]), show(run["latency_s"]["p95"]),
+             ", ".join(f"{seconds} s × {count}" for seconds, count in run["retry_after_s"]) or "–",
+             show(run["load_average_after"])] for run in report.get("runs", [])]
+    return f"""\
+## Serving a team: experiments/serve_load.py
+
+A real server on loopback over the HotpotQA sample, with the serving defaults on this {show(report.get('cpus'))}-CPU
+machine (SERVE_MAX_RUNS {show(report.get('serve_max_runs'))}, SERVE_MAX_QUEUE {show(report.get('serve_max_queue'))},
+SERVE_QUEUE_WAIT_S {show(report.get('serve_queue_wait_s'))}); each client asks `/query` in a loop, the sample's 30
+questions in turn (after the first round the cross-encoder's cache answers most pairs). Cross-talk counts answers
+about another question, or with other sources than the question gets alone. Commit {show(report.get('commit'))}.
+
+{table(["clients", "seconds", "requests", "statuses", "cross-talk", "p50 s", "p95 s", "429 Retry-After",
+        "load average after"], rows)}
+
+Made by `{PYTHON} experiments/serve_load.py` (`--clients 16,64 --seconds 60`, the defaults).
+"""
+
+
 def ingest_section() -> str:
     path = RESULTS / "ingest-bench.json"
     if not path.exists():
@@ -417,8 +443,8 @@ LLM call per question.
 {shown}"""
 
 
-SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, profile_section, ingest_section,
-            rerank_section, real_llm_section)
+SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, profile_section, serve_load_section,
+            ingest_section, rerank_section, real_llm_section)
 
 
 def render() -> str:

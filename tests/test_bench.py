@@ -131,3 +131,14 @@ def test_the_query_profile_splits_each_questions_time_by_stage_and_names_the_hot
     assert {"search", "rerank", "judge", "write", "total"} <= set(profile["stages_s"])
     assert 0 < profile["wall_s"]["p50"] <= profile["wall_s"]["max"]
     assert profile["top_self_time"] and all(0 <= row["share"] <= 1 for row in profile["top_self_time"])
+
+
+def test_the_load_run_counts_statuses_latency_and_cross_talk_against_a_live_server(tmp_path):
+    import serve_load
+
+    out = tmp_path / "load.json"
+    assert serve_load.main(["--clients", "2", "--seconds", "2", "--out", str(out)]) == 0
+    [run] = json.loads(out.read_text())["runs"]
+    assert run["clients"] == 2 and run["requests"] == sum(run["statuses"].values()) > 0
+    assert run["statuses"].get("200") == run["requests"] and run["cross_talk"] == 0
+    assert 0 < run["latency_s"]["p50"] <= run["latency_s"]["max"]
