@@ -80,6 +80,12 @@ def load(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def result(name: str) -> Any | None:
+    """experiments/results/`name` read, or None when the file is not there (its section is then left out)."""
+    path = RESULTS / name
+    return load(path) if path.exists() else None
+
+
 def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
@@ -245,10 +251,9 @@ Made by `DAGRAG_<SETTING>=... {PYTHON} experiments/eval.py --data {data_file} --
 
 
 def bench_section() -> str:
-    path = RESULTS / "bench.json"
-    if not path.exists():
+    bench = result("bench.json")
+    if bench is None:
         return ""
-    bench = load(path)
     details, config = bench.get("details", {}), bench.get("config", {})
     rows, hows = [], {}
     for key, target in bench.get("targets", {}).items():
@@ -295,10 +300,9 @@ How each section measures (as the file records it):
 
 
 def profile_section() -> str:
-    path = RESULTS / "profile.json"
-    if not path.exists():
+    profile = result("profile.json")
+    if profile is None:
         return ""
-    profile = load(path)
     wall, stages = profile.get("wall_s", {}), profile.get("stages_s", {})
     total = stages.get("total") or 1.0
     stage_rows = [[stage, show(seconds), f"{seconds / total:.0%}"] for stage, seconds in stages.items()
@@ -325,10 +329,9 @@ Made by `{PYTHON} experiments/profile_query.py` (`--html FILE` writes pyinstrume
 
 
 def serve_load_section() -> str:
-    path = RESULTS / "serve-load.json"
-    if not path.exists():
+    report = result("serve-load.json")
+    if report is None:
         return ""
-    report = load(path)
     rows = [[show(run["clients"]), show(run["seconds"]), show(run["requests"]),
              ", ".join(f"{code}: {count}" for code, count in run["statuses"].items()), show(run["cross_talk"]),
              show(run["latency_s"]["p50"]), show(run["latency_s"]["p95"]),
@@ -351,10 +354,9 @@ Made by `{PYTHON} experiments/serve_load.py` (`--clients 16,64 --seconds 60`, th
 
 
 def ingest_section() -> str:
-    path = RESULTS / "ingest-bench.json"
-    if not path.exists():
+    bench = result("ingest-bench.json")
+    if bench is None:
         return ""
-    bench = load(path)
     throughput = [key for key in ("chunks", "embedded_tokens", "read_s", "embed_s", "total_s", "cpu_s",
                                   "corpus_tokens_per_s", "corpus_tokens_per_cpu_s") if key in bench.get("new", {})]
     parts = [f"""\

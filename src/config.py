@@ -25,10 +25,15 @@ BUNDLED_RERANKER = "ms-marco-MiniLM-L-12-v2"
 CORS_ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
 
+def data_dir() -> Path:
+    """dagrag's folder in the user's data directory (~/.local/share/dagrag on Linux, XDG_DATA_HOME honoured; the
+    platform's own place elsewhere): the default home of the embedded store and of a server's runs."""
+    return platformdirs.user_data_path("dagrag")
+
+
 def default_store_path() -> Path:
-    """Where the embedded store lives unless DAGRAG_QDRANT_PATH says otherwise: the user's data directory
-    (~/.local/share/dagrag/qdrant on Linux, XDG_DATA_HOME honoured; the platform's own place elsewhere)."""
-    return platformdirs.user_data_path("dagrag") / "qdrant"
+    """Where the embedded store lives unless DAGRAG_QDRANT_PATH says otherwise."""
+    return data_dir() / "qdrant"
 
 
 def default_max_runs(cores: int | None) -> int:
@@ -218,7 +223,7 @@ class Settings(BaseSettings):
     api_admins: str = Field(
         "", description="Comma-separated names of API_KEYS that see and control every client's runs.")
     serve_runs_db: str = Field(
-        str(platformdirs.user_data_path("dagrag") / "runs.sqlite3"), min_length=1,
+        default_factory=lambda: str(data_dir() / "runs.sqlite3"), min_length=1,
         description="Where `dagrag serve` keeps WorkflowServer runs (handlers, events, results) and their owners, so "
         "they survive a restart: a SQLite file (default: in the user's data directory), or `memory`.")
     serve_host: str = Field("127.0.0.1", min_length=1, description="Address `dagrag serve` binds.")

@@ -248,17 +248,18 @@ def read_documents(path: Path, *, chunk_tokens: int = 256, limits: SizeLimits = 
         return ReadResult(nodes=nodes, files_read=1)
     nodes: list[TextNode] = []
     skipped: list[SkippedFile] = []
-    to_read: list[Path] = []
+    sizes: dict[Path, int] = {}  # the files to read, and their sizes
     for file in sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p, path)):
+        size = file.stat().st_size
         if file.suffix.lower() not in supported:
             skipped.append(SkippedFile(file, f"not a type dagrag reads ({file.suffix or 'no suffix'})"))
-        elif too_large := limits.file_too_large(file.stat().st_size):
+        elif too_large := limits.file_too_large(size):
             skipped.append(SkippedFile(file, too_large))
         else:
-            to_read.append(file)
-    limits.check_total(path, (file.stat().st_size for file in to_read))
+            sizes[file] = size
+    limits.check_total(path, sizes.values())
     read = 0
-    for file in to_read:
+    for file in sizes:
         try:
             found = _file_nodes(file, path, chunk_tokens)
         except IngestError as error:

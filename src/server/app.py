@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from llama_agents.server import AbstractWorkflowStore, MemoryWorkflowStore, SqliteWorkflowStore, WorkflowServer
@@ -46,6 +46,7 @@ from ..core.inputs import check_history, check_question
 from ..core.result import QueryResult, Source, SubqueryReport
 from ..work_flows.events import LayerStarted, SubqueryDone, VerificationDone
 from ..work_flows.progress import AnswerWritten, HopAdded, LayerDone, PlanChosen
+from .keys import runs_db_file
 from .metrics import CONTENT_TYPE
 from .middleware import WORKFLOW_NAME, ServerMiddleware, request_info
 from .openapi import openapi_document
@@ -69,12 +70,9 @@ class PassThrough:
 
 
 def runs_store(settings: Settings) -> AbstractWorkflowStore:
-    """Where WorkflowServer keeps runs: SERVE_RUNS_DB's SQLite file (its folder made if needed), or memory."""
-    if settings.serve_runs_db == "memory":
-        return MemoryWorkflowStore()
-    path = Path(settings.serve_runs_db).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return SqliteWorkflowStore(str(path))
+    """Where WorkflowServer keeps runs: SERVE_RUNS_DB's SQLite file, or memory."""
+    path = runs_db_file(settings)
+    return MemoryWorkflowStore() if path is None else SqliteWorkflowStore(str(path))
 
 
 def create_app(service: DagragService) -> ASGIApp:

@@ -64,6 +64,16 @@ class ApiKeys:
         return Caller(name=found, admin=found in self._admins)
 
 
+def runs_db_file(settings: Settings) -> Path | None:
+    """SERVE_RUNS_DB's SQLite file, its folder made if needed; None when runs are kept in memory. The runs
+    (WorkflowServer's store) and their owners (`RunOwners`) share it."""
+    if settings.serve_runs_db == "memory":
+        return None
+    path = Path(settings.serve_runs_db).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 class RunOwners:
     """Which client started each WorkflowServer run (handler id → key name), for the newest `limit` runs. Kept in
     SERVE_RUNS_DB beside the runs themselves, so a restart forgets neither; in memory when the runs are."""
@@ -77,11 +87,7 @@ class RunOwners:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RunOwners:
-        if settings.serve_runs_db == "memory":
-            return cls()
-        path = Path(settings.serve_runs_db).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return cls(path)
+        return cls(runs_db_file(settings))
 
     def owner(self, handler_id: str) -> str | None:
         with self._lock:

@@ -186,22 +186,21 @@ class ServerMiddleware:
                 return
         run = WORKFLOW_RUN.match(path) if scope["method"] == "POST" else None
         if run is None or run.group("name") != WORKFLOW_NAME:  # another name: the WorkflowServer's 404
-            listing = path == "/handlers" and caller is not None and not caller.admin
-            await self.app(scope, replay, self._own_runs_only(send, caller) if listing and caller else send)
+            listing = caller is not None and not caller.admin and path == "/handlers"
+            await self.app(scope, replay, self._own_runs_only(send, caller) if caller and listing else send)
             return
         try:
-            self._check_start_event(body)
+            data = self._check_start_event(body)
         except BadRequest as error:
             await send_json(send, error.status, error.body())
             return
         if caller is not None:  # the run is the caller's: named now, so later requests about it can be checked
-            data = json.loads(body)
             handler_id = data.get("handler_id") or uuid.uuid4().hex
             if not self.owners.claim(handler_id, caller):
                 await send_json(send, 409, {"detail": "handler_id: a run of another client has this id",
                                             "field": "handler_id"})
                 return
-            if "handler_id" not in data or not data["handler_id"]:
+            if not data.get("handler_id"):
                 body = json.dumps({**data, "handler_id": handler_id}).encode()
                 scope["headers"] = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
                 scope["headers"].append((b"content-length", str(len(body)).encode()))
@@ -247,8 +246,9 @@ class ServerMiddleware:
 
         return filtered
 
-    def _check_start_event(self, body: bytes) -> None:
-        """A WorkflowServer run's question is checked here, so a bad one is a 4xx naming it, not a failed run."""
+    def _check_start_event(self, body: bytes) -> dict[str, Any]:
+        """A WorkflowServer run's question is checked here, so a bad one is a 4xx naming it, not a failed run.
+        Returns the body as parsed."""
         if not body.strip():
             raise BadRequest(422, "start_event.query", "no question given; send {\"start_event\": {\"query\": ...}}")
         data = parse_json(body)
@@ -289,6 +289,7 @@ class ServerMiddleware:
                 first = error.errors(include_url=False, include_input=False)[0]
                 place = ".".join(str(part) for part in ("plan", *first["loc"]))
                 raise BadRequest(422, f"{where}.{place}", first["msg"]) from None
+        return data
 
     async def _too_large(self, send: Send) -> None:
         await send_json(send, 413, {"detail": f"body: larger than {self.max_body} bytes (SERVE_MAX_BODY_BYTES)",

@@ -38,6 +38,10 @@ def _ref(name: str) -> dict[str, str]:
     return {"$ref": REF.format(model=name)}
 
 
+def _body(name: str) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
+
+
 def _errors(*statuses: int) -> dict[str, Any]:
     meaning = {400: "malformed JSON", 401: "missing or wrong API key", 404: "not found", 413: "body too large",
                415: "body not sent as application/json", 422: "a field is missing, unknown or wrong (named in `field`)",
@@ -61,18 +65,15 @@ def _dagrag_paths() -> dict[str, Any]:
             "200": {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}},
             **_errors(401)}}},
         "/search": {"post": {"summary": "Retrieval only (Open WebUI's external retrieval)", "security": keyed,
-                             "requestBody": {"required": True, "content": {"application/json": {
-                                 "schema": _ref("SearchBody")}}},
+                             "requestBody": _body("SearchBody"),
                              "responses": {"200": _json(_ref("SearchAnswer"), "passages per query"),
                                            **run_errors, **_errors(404)}}},
         "/query": {"post": {"summary": "Answer a question: plan, search, write, verify", "security": keyed,
-                            "requestBody": {"required": True, "content": {"application/json": {
-                                "schema": _ref("QueryBody")}}},
+                            "requestBody": _body("QueryBody"),
                             "responses": {"200": _json(_ref("QueryResult"), "the answer and everything behind it"),
                                           **run_errors}}},
         "/query/stream": {"post": {"summary": "Answer a question, with progress as server-sent events",
-                                   "security": keyed, "requestBody": {"required": True, "content": {
-                                       "application/json": {"schema": _ref("QueryBody")}}},
+                                   "security": keyed, "requestBody": _body("QueryBody"),
                                    "responses": {"200": {"description": "progress events, then `result` (a "
                                                                         "QueryResult) or `error`",
                                                          "content": {"text/event-stream": {"schema": SSE_EVENT}}},
