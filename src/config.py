@@ -10,9 +10,18 @@ import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ENV_PREFIX = "DAGRAG_"
@@ -39,6 +48,25 @@ def default_store_path() -> Path:
 def default_max_runs(cores: int | None) -> int:
     """Runs at once by default: two per core (a run waits on the store and the LLM as well as the CPU), 2 to 16."""
     return min(16, max(2, 2 * (cores or 1)))
+
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def is_postgres_url(value: str) -> bool:
+    """Whether SERVE_RUNS_DB names a Postgres database (`postgresql://…`) rather than a SQLite file or `memory`."""
+    scheme, sep, _ = value.partition("://")
+    return bool(sep) and scheme.lower() in POSTGRES_SCHEMES
+
+
+def redact_url(url: str) -> str:
+    """`postgresql://user:secret@host/db` -> `postgresql://user:***@host/db`, for messages and logs. Everything
+    before the last `@` is the user and password (a raw password may hold `/`, `?`, `#` or `@`)."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, place = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{place}"
 
 
 API_KEY_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -144,6 +172,29 @@ class Settings(BaseSettings):
     qdrant_api_key: SecretStr | None = None
     qdrant_timeout_s: float = Field(10.0, gt=0)
     collection: str = Field("dagrag", min_length=1, max_length=255, pattern=r"^[A-Za-z0-9_.\-]+$")
+    # How `dagrag ingest` lays out a new collection on a Qdrant server or cluster (QDRANT_URL); read once, when the
+    # collection is created. The embedded store has no shards, replicas, HNSW graph or payload indexes: it ignores
+    # them (with one warning). docs/deployment.md says when to change each.
+    qdrant_shards: int | None = Field(
+        None, ge=1, description="Shards of a new collection on a Qdrant server (`shard_number`); unset: Qdrant's "
+        "default (one per node of the cluster at creation). Fixed once the collection exists. This and the five "
+        "below are read when `dagrag ingest` creates a collection on a server; the embedded store ignores them "
+        "(docs/deployment.md).")
+    qdrant_replication_factor: int | None = Field(
+        None, ge=1, description="Copies of each shard of a new collection on a Qdrant cluster (`replication_factor`); "
+        "unset: Qdrant's default (1). 2 or more keeps every shard searchable while one node is down.")
+    qdrant_write_consistency: int | None = Field(
+        None, ge=1, description="Replicas that must apply a write before Qdrant acknowledges it "
+        "(`write_consistency_factor`), at most QDRANT_REPLICATION_FACTOR; unset: Qdrant's default (1).")
+    qdrant_hnsw_m: int | None = Field(
+        None, ge=0, description="Edges per node of a new collection's HNSW graph (`hnsw_config.m`); unset: Qdrant's "
+        "default (16). More: better recall, more memory; 0: no graph, every search a full scan.")
+    qdrant_hnsw_ef_construct: int | None = Field(
+        None, ge=4, description="Neighbours considered while building the HNSW graph (`hnsw_config.ef_construct`); "
+        "unset: Qdrant's default (100). More: better recall, slower indexing.")
+    qdrant_on_disk: bool = Field(
+        False, description="A new collection's dense vectors are served from disk (`on_disk`), not held in RAM: for a "
+        "collection larger than the nodes' memory, at some cost in search time.")
 
     # --- planner and retrieval (names from the design note) -----------------------------------
     planner_enable_dag: bool = True
@@ -225,7 +276,9 @@ class Settings(BaseSettings):
     serve_runs_db: str = Field(
         default_factory=lambda: str(data_dir() / "runs.sqlite3"), min_length=1,
         description="Where `dagrag serve` keeps WorkflowServer runs (handlers, events, results) and their owners, so "
-        "they survive a restart: a SQLite file (default: in the user's data directory), or `memory`.")
+        "they survive a restart: a SQLite file path (default: in the user's data directory), `memory`, or a "
+        "`postgresql://user:password@host:port/db` URL that several replicas share (needs `dagrag[postgres]`; "
+        "the password is never shown).")
     serve_host: str = Field("127.0.0.1", min_length=1, description="Address `dagrag serve` binds.")
     serve_port: int = Field(8000, ge=0, le=65535, description="Port `dagrag serve` binds (0: any free port).")
     serve_max_body_bytes: int = Field(
@@ -255,6 +308,36 @@ class Settings(BaseSettings):
             if origin != "*" and not CORS_ORIGIN.fullmatch(origin):
                 raise ValueError(f"DAGRAG_SERVE_CORS_ORIGINS: {origin!r} is not an origin like https://example.org:8443")
         return origins
+
+    @field_validator("serve_runs_db")
+    @classmethod
+    def _check_runs_db(cls, value: str) -> str:
+        scheme, sep, _ = value.partition("://")
+        if not sep:
+            return value  # a SQLite file, or `memory`
+        shown = redact_url(value)
+        if scheme.lower() not in POSTGRES_SCHEMES:
+            raise ValueError(f"DAGRAG_SERVE_RUNS_DB={shown}: expected a SQLite file path, `memory` or a "
+                             "postgresql://user:password@host:port/db URL")
+        try:
+            urlsplit(value).port  # noqa: B018 (parsing it is the check)
+        except ValueError:  # its message may quote part of the password
+            raise ValueError(f"DAGRAG_SERVE_RUNS_DB={shown}: the port is not a number from 0 to 65535 (a password "
+                             "holding `/`, `?` or `#` must be percent-encoded)") from None
+        return value
+
+    @field_serializer("serve_runs_db", when_used="json")
+    def _hide_runs_db_password(self, value: str) -> str:
+        return redact_url(value)
+
+    @field_validator("qdrant_write_consistency")
+    @classmethod
+    def _check_write_consistency(cls, value: int | None, info: ValidationInfo) -> int | None:
+        replicas = info.data.get("qdrant_replication_factor")
+        if value is not None and replicas is not None and value > replicas:
+            raise ValueError(f"DAGRAG_QDRANT_WRITE_CONSISTENCY={value}: more than DAGRAG_QDRANT_REPLICATION_FACTOR="
+                             f"{replicas}; a write cannot wait for more replicas than a shard has")
+        return value
 
     @field_validator("llm")
     @classmethod

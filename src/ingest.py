@@ -36,9 +36,17 @@ from .chunking import (
 from .config import Settings
 from .core.errors import IngestError
 from .core.markup import plain
+from .core.names import names_of_page
 from .core.sources import content_key
 from .core.text import content_words
-from .store import check_collection_model, create_collection, open_qdrant, open_vector_store
+from .store import (
+    CollectionLayout,
+    check_collection_model,
+    create_collection,
+    open_qdrant,
+    open_vector_store,
+    record_names,
+)
 
 ID_NAMESPACE = uuid.UUID("6f1c2a4e-5d0b-4c1e-9a57-d4a6b0e2c3f1")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -335,7 +343,9 @@ def ingest_nodes(
         check_collection_model(client, settings.collection, settings.embed_model, dim=dim)
     if todo and not exists:
         create_collection(client, settings.collection, dim=dim, embed_spec=settings.embed_model,
-                          vector_name=DEFAULT_DENSE_VECTOR_NAME, hybrid=settings.hybrid)
+                          vector_name=DEFAULT_DENSE_VECTOR_NAME, hybrid=settings.hybrid,
+                          layout=CollectionLayout.from_settings(settings), server=bool(settings.qdrant_url),
+                          location=settings.qdrant_location())
     if todo:
         store = open_vector_store(settings, clients=clients)
         batch_size = settings.embed_batch_size
@@ -361,6 +371,10 @@ def ingest_nodes(
                 pending = writer.submit(write, batch)
             if pending is not None:
                 done(pending.result())
+    if nodes and (exists or todo):
+        # The names the collection knows (titles, headings): a hop follows the ones its parent's page mentions.
+        record_names(client, settings.collection, set().union(*(
+            names_of_page(str(n.metadata.get("title", "")), str(n.metadata.get("section", ""))) for n in nodes)))
     return IngestReport(collection=settings.collection, documents=len(nodes), added=len(todo),
                         already_present=len(present), seconds=time.perf_counter() - started)
 

@@ -29,7 +29,7 @@ from .agents.verifier import VerifierAgent
 from .agents.writer import WriterAgent
 from .config import Settings, split_spec
 from .core.errors import ConfigurationError
-from .core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
+from .core.roles import NameSource, PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
 from .core.store_location import check_store_exists
 from .core.text import load_sentence_model
 from .llm import LLMClient, RetryPolicy
@@ -164,7 +164,8 @@ def build_agents(
                                  passage_chars=passage_chars)
     return Agents(
         planner=QueryPlannerAgent(client if settings.planner == "llm" else None, subquery_max=settings.subquery_max,
-                                  enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge),
+                                  enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge,
+                                  names=searcher if isinstance(searcher, NameSource) else None),
         searcher=searcher,
         reranker=reranker,
         writer=writer,

@@ -2,14 +2,18 @@
 
 Embedded Qdrant admits one client per folder per process, so embedded clients are cached here. A
 collection records the embedding model that filled it; a mismatch is refused rather than silently mixing
-vector spaces. A hybrid collection carries BM25 sparse vectors beside the dense ones.
+vector spaces. A hybrid collection carries BM25 sparse vectors beside the dense ones. On a server, a new
+collection is laid out as the Settings say (shards, replicas, HNSW graph, vectors on disk: `CollectionLayout`) and
+its filtered payload fields are indexed; the embedded store has none of these and is given none.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import logging
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +23,15 @@ from qdrant_client.http import models as rest
 
 from .config import Settings
 from .core.errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
+from .core.names import NAMES_KEY
 from .core.sparse import encode_documents, encode_queries
 from .core.store_location import check_store_exists
 
 EMBED_MODEL_KEY = "dagrag_embed_model"
 EMBED_DIM_KEY = "dagrag_embed_dim"
+# The names a collection knows travel in its metadata (one JSON document): enough for the titles and headings of a
+# large documentation set; past it, the names of the first pages ingested are kept.
+MAX_RECORDED_NAMES = 50_000
 SPARSE_VECTOR_NAME = "text-sparse-bm25"
 logger = logging.getLogger("dagrag")
 
@@ -87,6 +95,21 @@ def collection_embed_model(client: QdrantClient, collection: str) -> tuple[str |
     return metadata.get(EMBED_MODEL_KEY), metadata.get(EMBED_DIM_KEY, dim)
 
 
+def recorded_names(client: QdrantClient, collection: str) -> frozenset[str]:
+    """The names recorded in a collection's metadata (`record_names`); empty for one made elsewhere or before."""
+    metadata = getattr(client.get_collection(collection).config, "metadata", None) or {}
+    return frozenset(metadata.get(NAMES_KEY) or ())
+
+
+def record_names(client: QdrantClient, collection: str, names: set[str]) -> None:
+    """Add names to those the collection records (a no-op when it has them all)."""
+    before = recorded_names(client, collection)
+    if names <= before:
+        return
+    merged = sorted(before) + sorted(names - before)
+    client.update_collection(collection_name=collection, metadata={NAMES_KEY: merged[:MAX_RECORDED_NAMES]})
+
+
 def check_collection_model(client: QdrantClient, collection: str, embed_spec: str, dim: int | None = None) -> None:
     recorded, recorded_dim = collection_embed_model(client, collection)
     if recorded is not None and recorded != embed_spec:
@@ -98,16 +121,82 @@ def check_collection_model(client: QdrantClient, collection: str, embed_spec: st
             f"collection {collection!r} holds {recorded_dim}-d vectors; {embed_spec!r} makes {dim}-d ones")
 
 
+# The payload fields anything run on a dagrag collection filters on, with their index type. dagrag's own searches
+# filter on none (every search is a dense or dense + BM25 query over the whole collection; ingest reads points by
+# id). LlamaIndex's QdrantVectorStore filters on `doc_id` (`delete(ref_doc_id)`, a query's `doc_ids`) and indexes it
+# when it creates a collection itself; dagrag creates the collection, so it makes that index in its place.
+PAYLOAD_INDEXES: dict[str, rest.PayloadSchemaType] = {"doc_id": rest.PayloadSchemaType.KEYWORD}
+
+
+@dataclass(frozen=True)
+class CollectionLayout:
+    """How a new collection is laid out on a Qdrant server or cluster; None leaves a parameter to Qdrant's default.
+
+    Qdrant's own names: `shard_number`, `replication_factor`, `write_consistency_factor`, `hnsw_config.m`,
+    `hnsw_config.ef_construct`, and `on_disk` for the dense vectors (the setting older servers read as well as newer).
+    """
+
+    shards: int | None = None
+    replication_factor: int | None = None
+    write_consistency: int | None = None
+    hnsw_m: int | None = None
+    hnsw_ef_construct: int | None = None
+    on_disk: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> CollectionLayout:
+        return cls(shards=settings.qdrant_shards, replication_factor=settings.qdrant_replication_factor,
+                   write_consistency=settings.qdrant_write_consistency, hnsw_m=settings.qdrant_hnsw_m,
+                   hnsw_ef_construct=settings.qdrant_hnsw_ef_construct, on_disk=settings.qdrant_on_disk)
+
+    def settings_given(self) -> list[str]:
+        """The DAGRAG_QDRANT_* variables given a value (rather than left to Qdrant)."""
+        return [f"DAGRAG_QDRANT_{field.name.upper()}" for field in fields(self)
+                if getattr(self, field.name) != field.default]
+
+    def collection_options(self) -> dict[str, Any]:
+        """The keyword arguments of `create_collection` these stand for (only those given)."""
+        options: dict[str, Any] = {}
+        for option, value in (("shard_number", self.shards), ("replication_factor", self.replication_factor),
+                              ("write_consistency_factor", self.write_consistency)):
+            if value is not None:
+                options[option] = value
+        if self.hnsw_m is not None or self.hnsw_ef_construct is not None:
+            options["hnsw_config"] = rest.HnswConfigDiff(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct)
+        return options
+
+
+@functools.cache
+def _warn_layout_ignored(names: tuple[str, ...], location: str) -> None:
+    logger.warning("%s: ignored by the embedded store at %s, which holds one copy of every vector in memory and "
+                   "searches them all; they lay out a collection on a Qdrant server (DAGRAG_QDRANT_URL)",
+                   ", ".join(names), location)
+
+
 def create_collection(client: QdrantClient, collection: str, *, dim: int, embed_spec: str, vector_name: str,
-                      hybrid: bool = False) -> None:
+                      hybrid: bool = False, layout: CollectionLayout | None = None, server: bool = False,
+                      location: str = "") -> None:
+    """A new collection recording its embedding model. On a server (`server`), laid out as `layout` says, and its
+    PAYLOAD_INDEXES made; the embedded store searches every vector exactly in one process, so it is given neither
+    (a layout given anyway is named in one warning per process and place, and ignored)."""
+    layout = layout or CollectionLayout()
+    if not server:
+        if layout.settings_given():
+            _warn_layout_ignored(tuple(layout.settings_given()), location or "this folder")
+        layout = CollectionLayout()
     client.create_collection(
         collection_name=collection,
-        vectors_config={vector_name: rest.VectorParams(size=dim, distance=rest.Distance.COSINE)},
+        vectors_config={vector_name: rest.VectorParams(size=dim, distance=rest.Distance.COSINE,
+                                                       on_disk=True if layout.on_disk else None)},
         # Qdrant computes the IDF of the BM25 sparse vectors from the collection itself.
         sparse_vectors_config={SPARSE_VECTOR_NAME: rest.SparseVectorParams(modifier=rest.Modifier.IDF)}
         if hybrid else None,
         metadata={EMBED_MODEL_KEY: embed_spec, EMBED_DIM_KEY: dim},
+        **layout.collection_options(),
     )
+    if server:
+        for field_name, schema in PAYLOAD_INDEXES.items():
+            client.create_payload_index(collection_name=collection, field_name=field_name, field_schema=schema)
 
 
 def has_sparse_vectors(client: QdrantClient, collection: str) -> bool:

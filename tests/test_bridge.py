@@ -6,6 +6,7 @@ import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from dagrag.agents.bridge import (
+    bridge_entities,
     bridge_queries,
     named_spans,
     opening_clause,
@@ -16,7 +17,7 @@ from dagrag.agents.bridge import (
 )
 from dagrag.agents.rule_planner import find_comparison
 from dagrag.agents.searcher import SearchHits, SearchRequest
-from dagrag.core.names import NAME_CONNECTORS
+from dagrag.core.names import NAME_CONNECTORS, NO_NAMES, KnownNames, marked_spans, name_key, names_of_page
 from dagrag.work_flows.variants import Variant, pool_candidates
 
 from .conftest import sample_records
@@ -72,6 +73,31 @@ def test_a_bridge_entity_comes_from_the_passages_prose_not_from_its_code_blocks(
     question = "Where does Hatch store environments by default?"
     entities = [q.entity for q in bridge_queries("{s1} " + question, "Configuration", passage, question, limit=8)]
     assert entities == ["Configuration", "Hatch Data"]
+
+
+DOCS_PAGE = ("The `hatch env create` command builds the [matrix](environment.md#matrix) variants; `PIP_INDEX_URL` "
+             "sets the index. Hatchling is the build backend.")
+DOCS_NAMES = KnownNames(frozenset({"hatch env create", "matrix", "hatchling", "environments"}))
+
+
+def test_names_of_a_page_are_its_title_headings_and_the_code_in_them_compared_case_folded():
+    assert names_of_page("Environments", "Configuration > `hatch env create` > Options") == {
+        "environments", "configuration", "hatch env create", "options"}
+    assert names_of_page("Kiss and Tell") == {"kiss and tell"}
+    assert name_key(" `Markdown.markdown()` ") == "markdown.markdown"
+    assert marked_spans("a `x` b [link text](u.md) c `rst link <https://e.org>`_ d ``literal``") == [
+        "x", "link text", "rst link"]
+
+
+def test_a_hop_follows_the_code_and_links_of_a_page_only_where_the_collection_knows_the_name():
+    question = "Which command builds the variants of the matrix?"
+    plain = bridge_entities("Environments", DOCS_PAGE, question, 8)
+    assert plain == bridge_entities("Environments", DOCS_PAGE, question, 8, known=NO_NAMES)
+    assert plain == ["Environments", "PIP_INDEX_URL", "Hatchling"]  # capitals only
+    # The command has a section in the collection; the variable has none; "matrix" is what the question names.
+    assert bridge_entities("Environments", DOCS_PAGE, question, 8, known=DOCS_NAMES) == [
+        "Environments", "PIP_INDEX_URL", "Hatchling", "hatch env create"]
+    assert bridge_entities("Environments", DOCS_PAGE, question, 3, known=DOCS_NAMES) == plain  # names come first
 
 
 def test_the_parents_title_is_a_candidate_when_the_question_does_not_name_it():

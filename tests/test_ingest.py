@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from qdrant_client.http import models as rest
 
 from dagrag import IngestError, Settings
+from dagrag.agents.searcher import SearcherAgent
 from dagrag.cli import main
 from dagrag.ingest import ingest_nodes, read_nodes
-from dagrag.store import open_qdrant
+from dagrag.store import open_qdrant, open_vector_store, recorded_names
 
 from .conftest import SAMPLE
 
@@ -285,3 +287,24 @@ def test_a_chunk_that_is_only_markup_is_not_indexed(tmp_path):
     nodes = read_documents(docs).nodes
     assert [n.metadata["section"] for n in nodes] == ["", "Freezing"]
     assert nodes[1].text == "A frozen widget uses {obj}`widgets.freeze`."  # indexed as written; answers render it
+
+
+def test_ingest_records_the_names_the_collection_knows_and_the_searcher_reads_them(tmp_path, embed_model):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "environments.md").write_text(
+        "# Environments\n\n## `hatch env create`\n\nCreates the environment.\n\n## Matrix\n\nEvery variant.\n")
+    (docs / "build.md").write_text("# Build\n\nHatchling builds wheels.\n")
+    settings = Settings(qdrant_path=tmp_path / "q", collection="n")
+    ingest_nodes(settings, read_nodes(docs / "environments.md"), embed_model)
+    client = open_qdrant(settings)[0]
+    assert recorded_names(client, "n") == {"environments", "hatch env create", "matrix"}
+    ingest_nodes(settings, read_nodes(docs), embed_model)  # a later ingest adds its names to those recorded
+    assert recorded_names(client, "n") == {"environments", "hatch env create", "matrix", "build"}
+
+    searcher = SearcherAgent(open_vector_store(settings), embed_model)
+    names = asyncio.run(searcher.known_names())
+    assert names.knows("`Hatch env create`") and names.knows("Matrix") and not names.knows("Hatchling")
+    missing = SearcherAgent(open_vector_store(settings.model_copy(update={"collection": "nope"}), must_exist=False),
+                            embed_model)
+    assert not asyncio.run(missing.known_names())  # no names, no error: the search itself reports the collection

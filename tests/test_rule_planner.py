@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
+from dagrag.agents.planner import QueryPlannerAgent
 from dagrag.agents.rule_planner import find_comparison, plan_offline, rewrite_with_history
 from dagrag.core.language import ENGLISH, Language
+from dagrag.core.names import KnownNames
+from dagrag.core.result import RunLedger
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev.jsonl"
 
@@ -223,3 +227,43 @@ def test_the_word_lists_come_with_the_language_not_the_planner():
     assert rewrite_with_history("Wann wurde sie geboren?", ["Mara Vance schrieb es."], language=german) == \
         "Wann wurde Mara Vance geboren?"
     assert rewrite_with_history("Wann wurde sie geboren?", ["Mara Vance schrieb es."]) is None
+
+
+TOOL_NAMES = KnownNames(frozenset({"black", "isort", "httpx", "requests", "nl2br", "sane_lists", "configuration",
+                                   "tomas ul reyne", "dead by morning"}))
+
+
+@pytest.mark.parametrize(("question", "entities"), [
+    ("Do black and isort both read pyproject.toml?", ("black", "isort")),
+    ("Is httpx or requests faster?", ("httpx", "requests")),
+    ("Were nl2br and sane_lists both added in the same release?", ("nl2br", "sane_lists")),
+    # a known name with lower-case words inside is one name, not the capitalised runs around them
+    ("Who was born first, Tomas ul Reyne or Mara Vance?", ("Tomas ul Reyne", "Mara Vance")),
+    ("Were Sound Harbour and Dead by Morning both formed before 2010?", ("Sound Harbour", "Dead by Morning")),
+])
+def test_names_the_collection_knows_make_a_comparison_of_lower_case_names(question, entities):
+    assert find_comparison(question) is None or find_comparison(question).entities != entities
+    found = find_comparison(question, known=TOOL_NAMES)
+    assert found is not None and found.entities == entities
+    plan = plan_offline(question, known=TOOL_NAMES)
+    assert len(plan.subqueries) == 2 and not any(sq.parents for sq in plan.subqueries)  # one layer, a side each
+
+
+def test_a_known_name_changes_nothing_where_the_question_compares_nothing_and_stays_in_the_predicate():
+    question = "How does black read its configuration?"
+    assert find_comparison(question, known=TOOL_NAMES) is None
+    assert plan_offline(question, known=TOOL_NAMES) == plan_offline(question)  # the bridge plan, as without names
+    found = find_comparison("Which needs more configuration, black or isort?", known=TOOL_NAMES)
+    assert found is not None and found.entities == ("black", "isort") and "configuration" in found.predicate
+
+
+def test_the_planner_agent_reads_the_names_from_its_name_source():
+    class Names:
+        async def known_names(self) -> KnownNames:
+            return TOOL_NAMES
+
+    question = "Do black and isort both read pyproject.toml?"
+    plain = asyncio.run(QueryPlannerAgent().aplan(question, [], RunLedger()))
+    assert [sq.role for sq in plain.subqueries] != ["side", "side"]
+    named = asyncio.run(QueryPlannerAgent(names=Names()).aplan(question, [], RunLedger()))
+    assert [sq.text for sq in named.subqueries] == ["black read pyproject toml", "isort read pyproject toml"]

@@ -793,15 +793,17 @@ def test_an_event_body_that_is_not_a_json_object_is_a_422_naming_the_body_not_a_
     assert "expected a JSON object" in answer.json()["detail"]
 
 
-def test_a_key_counts_only_as_a_bearer_token_and_the_oldest_run_owner_is_forgotten_first():
-    from dagrag.server.keys import ApiKeys, Caller, RunOwners
+async def test_a_key_counts_only_as_a_bearer_token_and_the_oldest_run_owner_is_forgotten_first():
+    from dagrag.server.keys import ApiKeys, Caller
+    from dagrag.server.runs_db import SqliteRunOwners
 
     keys = ApiKeys({"alice": ALICE, "bob": BOB}, admins=frozenset({"bob"}))
     assert keys.caller(f"Bearer {ALICE}") == Caller("alice", admin=False)
     assert keys.caller(f"bearer  {BOB} ") == Caller("bob", admin=True)
     assert keys.caller(f"Basic {ALICE}") is None and keys.caller(f"Bearer {ALICE}x") is None
-    owners, alice = RunOwners(limit=2), Caller("alice", admin=False)
+    owners, alice = SqliteRunOwners(limit=2), Caller("alice", admin=False)
     for handler_id in ("h1", "h2", "h3"):
-        assert owners.claim(handler_id, alice)
-    assert not owners.may_see("h1", alice) and owners.may_see("h3", alice)  # h1 forgotten: admin-only now
-    assert not owners.claim("h3", Caller("carol", admin=False)) and owners.claim("h3", Caller("ops", admin=True))
+        assert await owners.claim(handler_id, alice)
+    assert not await owners.may_see("h1", alice) and await owners.may_see("h3", alice)  # h1 forgotten: admin-only
+    assert not await owners.claim("h3", Caller("carol", admin=False))
+    assert await owners.claim("h3", Caller("ops", admin=True))

@@ -26,6 +26,13 @@ async def test_comparison_question_gets_one_subquery_per_person_and_both_gold_pa
     assert best == {"s1": "Scott Derrickson", "s2": "Ed Wood"}
 
 
+async def test_names_typed_in_lower_case_are_known_from_the_collections_titles(make_workflow):
+    result = await make_workflow().run(query=DERRICKSON.lower())
+    assert result.plan.layers == [["s1", "s2"]]
+    best = {s.subquery_id: s.metadata["title"] for s in result.sources if s.rank_in_subquery == 1}
+    assert best == {"s1": "Scott Derrickson", "s2": "Ed Wood"}
+
+
 async def test_a_than_comparison_searches_each_side_and_finds_both_people(make_workflow):
     result = await make_workflow().run(query="Was Ed Wood born earlier than Scott Derrickson?")
     assert [sq.text for sq in result.plan.subqueries] == ["Ed Wood born date", "Scott Derrickson born date"]

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.language import ENGLISH, Language
-from ..core.names import CONNECTOR, NAME_WORD
+from ..core.names import CONNECTOR, NAME_WORD, NO_NAMES, KnownNames, marked_spans
 from ..core.plan import PARENT_REFERENCE
 from ..core.text import content_words
 
@@ -80,22 +80,26 @@ def unexplained_words(child_text: str, evidence: str) -> list[str]:
 
 
 def bridge_entities(parent_title: str, parent_passage: str, question: str, limit: int, *,
-                    language: Language = ENGLISH) -> list[str]:
-    """The candidate bridge entities of a parent page: its title (when the question does not name it), then the
-    named spans of its passage's prose, at most `limit`."""
+                    language: Language = ENGLISH, known: KnownNames = NO_NAMES) -> list[str]:
+    """The candidate bridge entities of a parent page, at most `limit`: its title (when the question does not name
+    it), then the named spans of its passage's prose, then its code spans and link texts that name something the
+    collection has a page or section for (`known`): a hop follows a name to where the collection explains it."""
     title = _TITLE_QUALIFIER.sub("", parent_title)
-    spans = (named_spans(title, question, 1, language=language)
-             + named_spans(prose(parent_passage), question, limit, language=language))
+    text = prose(parent_passage)
+    asked = set(content_words(question))
+    spans = [*named_spans(title, question, 1, language=language),
+             *named_spans(text, question, limit, language=language),
+             *(s for s in marked_spans(text) if known.knows(s) and not set(content_words(s)) <= asked)]
     return list(dict.fromkeys(spans))[:limit]
 
 
 def bridge_queries(child_text: str, parent_title: str, parent_passage: str, question: str, limit: int, *,
-                   language: Language = ENGLISH) -> list[BridgeQuery]:
+                   language: Language = ENGLISH, known: KnownNames = NO_NAMES) -> list[BridgeQuery]:
     """One query per candidate bridge entity (`bridge_entities`), each with the words the passage leaves
     unexplained."""
     rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
     return [BridgeQuery(entity=e, text=f"{e} {rest}".strip())
-            for e in bridge_entities(parent_title, parent_passage, question, limit, language=language)]
+            for e in bridge_entities(parent_title, parent_passage, question, limit, language=language, known=known)]
 
 
 def clause_breaks(question: str) -> list[re.Match[str]]:
@@ -112,7 +116,7 @@ def opening_clause(question: str) -> str:
 
 
 def phrased_queries(parent_title: str, parent_passage: str, question: str, limit: int, *,
-                    language: Language = ENGLISH) -> list[BridgeQuery]:
+                    language: Language = ENGLISH, known: KnownNames = NO_NAMES) -> list[BridgeQuery]:
     """One query per candidate bridge entity, each with the question's opening clause as written, less the
     names the question gives ("Veloria Who governed the country is located"): the names describe
     the hops before, and the entity stands in for them."""
@@ -123,7 +127,7 @@ def phrased_queries(parent_title: str, parent_passage: str, question: str, limit
     rest = _DANGLING.sub("", _POSSESSIVE.sub("", rest))
     clause = " ".join(f"{clause[:start]} {rest}".split())
     return [BridgeQuery(entity=e, text=f"{e} {clause}".strip())
-            for e in bridge_entities(parent_title, parent_passage, question, limit, language=language)]
+            for e in bridge_entities(parent_title, parent_passage, question, limit, language=language, known=known)]
 
 
 def title_words(title: str) -> set[str]:

@@ -13,6 +13,7 @@ import json
 from llama_index.core import PromptTemplate
 
 from ..core.language import ENGLISH, Language
+from ..core.names import NO_NAMES, KnownNames
 from ..core.plan import (
     ExecutedPlan,
     Plan,
@@ -24,6 +25,7 @@ from ..core.plan import (
     validate_plan,
 )
 from ..core.result import RunLedger
+from ..core.roles import NameSource
 from ..llm import LLMClient, ReplySchema, describe_error, object_schema
 from .rule_planner import plan_offline, rewrite_with_history
 
@@ -118,16 +120,21 @@ class QueryPlannerAgent:
         enable_dag: bool = True,
         bridge: bool = True,
         language: Language = ENGLISH,
+        names: NameSource | None = None,
     ) -> None:
         self.client = client
         self.subquery_max = subquery_max
         self.enable_dag = enable_dag
         self.bridge = bridge
         self.language = language  # the words and forms the rule planner reads (core/language.py)
+        self.names = names  # the collection's names (the searcher): a comparison of lower-case names is still one
+        self._known: KnownNames = NO_NAMES  # as last read: a fallback plan at the deadline cannot wait for a read
 
     async def aplan(
         self, question: str, history: list[str], ledger: RunLedger, given: Plan | None = None
     ) -> ExecutedPlan:
+        if self.names is not None:
+            self._known = await self.names.known_names()
         if given is not None:
             executed = finalize_plan(given, question=question, subquery_max=self.subquery_max,
                                      origin=PlanOrigin.GIVEN)
@@ -184,7 +191,7 @@ class QueryPlannerAgent:
                 standalone = rewritten
                 notes.append(f"rewrote the question with the chat history: {rewritten!r}")
         plan = plan_offline(standalone, enable_dag=self.enable_dag, subquery_max=self.subquery_max,
-                            bridge=self.bridge, language=self.language)
+                            bridge=self.bridge, language=self.language, known=self._known)
         executed = finalize_plan(plan, question=standalone, subquery_max=self.subquery_max, origin=origin,
                                  notes=notes)
         if executed is None:  # cannot happen for rule plans; the single-query plan is always valid

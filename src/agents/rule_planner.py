@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.language import ENGLISH, Language
-from ..core.names import is_connector, is_name_word
+from ..core.names import NO_NAMES, KnownNames, is_connector, is_name_word
 from ..core.plan import Hints, Plan, SubQuery, single_query_plan
 from ..core.text import STOPWORDS, content_words
 
@@ -259,6 +259,42 @@ def _hold_quoted(question: str) -> tuple[str, dict[str, str]]:
     return _QUOTED.sub(hold, question), spans
 
 
+_EDGE_PUNCTUATION = ",.;:!?)("
+_LONGEST_KNOWN_NAME = 5  # words
+
+
+def _hold_known_names(question: str, spans: dict[str, str], known: KnownNames) -> str:
+    """The question with each name the collection knows that is not capitalised throughout (`black`, `nl2br`,
+    `hatch env create`: the capital-letter rules would miss it) as one name word too, longest first; `spans`
+    gains what each stands for. A name of stopwords alone ("the", "how") is never one."""
+    if not known:
+        return question
+    words = question.split()
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        for n in range(min(_LONGEST_KNOWN_NAME, len(words) - i), 0, -1):
+            run = words[i:i + n]
+            name = " ".join(run).strip(_EDGE_PUNCTUATION)
+            trailing = " ".join(run)[len(" ".join(run).rstrip(_EDGE_PUNCTUATION)):]
+            if (all(is_name_word(w) or w.startswith("Quoted") for w in run) or not content_words(name)
+                    or not known.knows(name) or any(w.startswith("Quoted") for w in run)):
+                continue
+            token = f"Quoted{len(spans)}"
+            spans[token] = name
+            out.append(token + trailing)
+            i += n
+            break
+        else:
+            out.append(words[i])
+            i += 1
+    return " ".join(out)
+
+
+def _restore(text: str, spans: dict[str, str]) -> str:
+    return re.sub(r"Quoted\d+", lambda m: spans.get(m.group(0), m.group(0)), text)
+
+
 def _side(text: str, language: Language, *, open_end: bool) -> str:
     """One side of a comparison as the form captured it: from its last comma or colon (the question's own words
     come before those) or, when the form leaves its end open, to where the question goes on (`side_ends`), less the
@@ -306,20 +342,28 @@ def _comparison_by_form(question: str, language: Language) -> tuple[str, ...] | 
     return None
 
 
-def find_comparison(question: str, language: Language = ENGLISH) -> Comparison | None:
+def find_comparison(question: str, language: Language = ENGLISH, known: KnownNames = NO_NAMES) -> Comparison | None:
     """The entities a comparison question compares (two, or more for a list), or None.
 
     Its form first ("How does X differ from Y?", "X vs Y", "Should I use X or Y for Z?", ...: any kind of
-    name), then the forms that need names to look like names ("Were X and Y ...?", "Who is older, X or Y?").
+    name), then the forms that need names to look like names ("Were X and Y ...?", "Who is older, X or Y?"): a
+    capitalised run, a quoted or `code` span, or a name the collection knows (`known`: "Do black and isort both
+    read pyproject.toml?" on a collection with pages or sections about both).
     """
     held, spans = _hold_quoted(question)
+    quoted = set(spans)
+    held = _hold_known_names(held, spans, known)
+    named = set(spans) - quoted
     found = (_comparison_by_form(held, language) or _comparison_of_a_list(held, language)
              or _comparison_with_or(held, language) or _comparison_with_and(held, language)
              or _comparison_with_link(held, language) or _comparison_with_versus(held, language))
     if found is None:
         return None
-    predicate = _predicate(held, found, language)
-    entities = tuple(re.sub(r"Quoted\d+", lambda m: spans.get(m.group(0), m.group(0)), e) for e in found)
+    # The predicate is read with the quoted sides held (their words are no attribute) and the rest as written.
+    as_written = {token: span for token, span in spans.items()
+                  if token in named or not any(token in side for side in found)}
+    predicate = _predicate(_restore(held, as_written), tuple(_restore(e, as_written) for e in found), language)
+    entities = tuple(_restore(e, spans) for e in found)
     if not all(entities) or len({e.lower() for e in entities}) < len(entities):
         return None
     return Comparison(entities=entities, predicate=predicate)
@@ -381,14 +425,15 @@ def bridge_plan(question: str) -> Plan:
 
 
 def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 4, bridge: bool = True,
-                 language: Language = ENGLISH) -> Plan:
-    """The rule-based plan for a (standalone) question, read with `language`'s words and forms."""
+                 language: Language = ENGLISH, known: KnownNames = NO_NAMES) -> Plan:
+    """The rule-based plan for a (standalone) question, read with `language`'s words and forms and the names the
+    collection knows."""
     if not enable_dag or subquery_max < 2:
         return single_query_plan(question)
     bridge_comparison = find_bridge_comparison(question, language) if bridge and subquery_max >= 4 else None
     if bridge_comparison is not None:
         return bridge_comparison_plan(question, bridge_comparison)
-    comparison = find_comparison(question, language)
+    comparison = find_comparison(question, language, known)
     if comparison is not None and len(comparison.entities) > subquery_max:
         comparison = None  # a subquery each would not fit; the question is searched as asked
     if comparison is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,6 +20,7 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models as rest
 
+from ..core.names import NAMES_KEY, KnownNames
 from ..core.search import SearchHits, SearchRequest
 from ..core.sparse import query_vector
 from ..core.text import tokens
@@ -66,6 +68,7 @@ class SearcherAgent:
         query_cache_size: int = 1024,
         hybrid: bool = False,
         aclient: AsyncQdrantClient | None = None,
+        names_ttl_s: float = 60.0,
     ) -> None:
         self.vector_store = vector_store
         self.aclient = aclient
@@ -77,6 +80,27 @@ class SearcherAgent:
         # The sync client (embedded Qdrant is plain Python) runs one batch query at a time.
         self._sync_lock = threading.Lock()
         self.query_cache: LRUCache[str, list[float]] = LRUCache(query_cache_size)
+        self.names_ttl_s = names_ttl_s
+        self._names: tuple[float, KnownNames] | None = None
+
+    async def known_names(self) -> KnownNames:
+        """The names the collection records (titles, headings: `ingest` writes them), read again after `names_ttl_s`
+        so a server sees what a later ingest added; none when the collection records none or cannot be read."""
+        now = time.monotonic()
+        if self._names is not None and now - self._names[0] < self.names_ttl_s:
+            return self._names[1]
+        name = self.vector_store.collection_name
+        try:
+            if self.aclient is not None:
+                info = await self.aclient.get_collection(name)
+            else:
+                info = await asyncio.to_thread(self.vector_store.client.get_collection, name)
+        except Exception:  # no names is a weaker hop, not a failed query; the search itself reports the store
+            return KnownNames()
+        metadata = getattr(info.config, "metadata", None) or {}
+        names = KnownNames(frozenset(metadata.get(NAMES_KEY) or ()))
+        self._names = (now, names)
+        return names
 
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         """Query embeddings, from the cache where the text was embedded before; the rest in one batch."""

@@ -12,6 +12,7 @@ spans in a passage with a regular expression. Both build on the same two facts:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # "to" also glues ranges in passages ("1945 to 1969", "Ashford to Dunmere"); it stays because comparison
 # questions need it ("Echoes to Nowhere or Velvet Static"), and on the multi-hop benchmark sets
@@ -41,3 +42,55 @@ def is_name_word(word: str) -> bool:
 
 def is_connector(word: str) -> bool:
     return word.lower() in NAME_CONNECTORS
+
+
+# --- names the collection itself knows ------------------------------------------------------------------
+# Users name things in lower case, dotted or as code (`httpx`, `markdown.extensions.toc`, `--force-exclude`): no
+# capital letter marks those. What the collection calls its pages and sections, and the code its headings name, is
+# a name whatever its case: gathered at ingest (`names_of_page`) and read back as `KnownNames`.
+
+_CODE_SPAN = re.compile(r"(?<!`)`([^`\n]{1,80})`(?![`_])")
+# A Markdown link's text ("[the toc extension](toc.md)") or a reStructuredText one (`the toc extension <toc.html>`_).
+_LINK_TEXT = re.compile(r"(?<!!)\[([^\]\n]{1,80})\]\([^)\n]*\)|`([^`<\n]{1,80}?)\s*<[^>\n]+>`__?")
+MAX_NAME_CHARS = 80
+NAMES_KEY = "dagrag_names"
+"""The key of a collection's metadata that records the names it knows."""
+
+
+def name_key(name: str) -> str:
+    """How a name is compared: case-folded, without quotes, backticks or a call's "()", spaces collapsed."""
+    key = " ".join(name.strip().strip("`\"'“”‘’").split()).casefold()
+    return key[:-2] if key.endswith("()") else key
+
+
+def marked_spans(text: str) -> list[str]:
+    """The spans a page marks as names in running text: inline code and link texts, in order, each once."""
+    spans = [m.group(1) for m in _CODE_SPAN.finditer(text)]
+    spans += [m.group(1) or m.group(2) for m in _LINK_TEXT.finditer(text)]
+    return list(dict.fromkeys(s.strip() for s in spans if s.strip()))
+
+
+def names_of_page(title: str, section: str = "") -> set[str]:
+    """The names a chunk's place in its collection gives (as `name_key`s): its document's title, each heading of its
+    section path (" > "-joined) and each code span in those headings."""
+    names = [title, *section.split(" > ")] if section else [title]
+    names += [span for heading in names for span in _CODE_SPAN.findall(heading)]
+    keys = {name_key(name) for name in names}
+    return {key for key in keys if key and len(key) <= MAX_NAME_CHARS and any(c.isalnum() for c in key)}
+
+
+@dataclass(frozen=True)
+class KnownNames:
+    """The names a collection knows (`names_of_page` over every chunk); empty when the store recorded none."""
+
+    keys: frozenset[str] = frozenset()
+
+    def knows(self, span: str) -> bool:
+        return name_key(span) in self.keys
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+
+NO_NAMES = KnownNames()
+"""A collection that records no names (made elsewhere, or before names were recorded): hops follow capitals only."""

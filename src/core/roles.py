@@ -9,8 +9,9 @@ reports that subquery as failed or keeps the search order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
+from .names import KnownNames
 from .plan import ExecutedPlan, Plan, SubQuery
 from .result import RunLedger, Source, Verification, WrittenAnswer
 from .search import SearchHits, SearchRequest
@@ -30,6 +31,15 @@ class Planner(Protocol):
 class Searcher(Protocol):
     async def asearch_layer(self, requests: Sequence[SearchRequest]) -> list[SearchHits]:
         """Every request of one layer, in order; raises if the search fails."""
+        ...
+
+
+@runtime_checkable
+class NameSource(Protocol):
+    """A searcher that can say which names its collection knows (titles, headings); optional for a searcher."""
+
+    async def known_names(self) -> KnownNames:
+        """The names; empty when there are none to read. Never raises."""
         ...
 
 

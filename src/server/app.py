@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from llama_agents.server import AbstractWorkflowStore, MemoryWorkflowStore, SqliteWorkflowStore, WorkflowServer
+from llama_agents.server import WorkflowServer
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -34,7 +34,6 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from workflows.errors import WorkflowTimeoutError
 
-from ..config import Settings
 from ..core.errors import (
     CollectionNotFoundError,
     DagragError,
@@ -46,10 +45,10 @@ from ..core.inputs import check_history, check_question
 from ..core.result import QueryResult, Source, SubqueryReport
 from ..work_flows.events import LayerStarted, SubqueryDone, VerificationDone
 from ..work_flows.progress import AnswerWritten, HopAdded, LayerDone, PlanChosen
-from .keys import runs_db_file
 from .metrics import CONTENT_TYPE
 from .middleware import WORKFLOW_NAME, ServerMiddleware, request_info
 from .openapi import openapi_document
+from .runs_db import run_owners, runs_store
 from .schemas import BadRequest, QueryBody, SearchBody, parse_body
 from .service import DagragService, RunSlotsBusy, missing_collection
 
@@ -69,23 +68,22 @@ class PassThrough:
         await self.app(scope, receive, send)
 
 
-def runs_store(settings: Settings) -> AbstractWorkflowStore:
-    """Where WorkflowServer keeps runs: SERVE_RUNS_DB's SQLite file, or memory."""
-    path = runs_db_file(settings)
-    return MemoryWorkflowStore() if path is None else SqliteWorkflowStore(str(path))
-
-
 def create_app(service: DagragService) -> ASGIApp:
     """The whole server as one ASGI app over a built stack (`DagragService.from_settings(settings)`)."""
     # WorkflowServer's default middleware lets any web page call it with credentials; CORS is ours (below).
     workflow_server = WorkflowServer(middleware=[Middleware(PassThrough)], workflow_store=runs_store(service.settings))
     workflow_server.add_workflow(WORKFLOW_NAME, service.served_workflow)
+    owners = run_owners(service.settings)  # who started each run, beside the runs (SERVE_RUNS_DB)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # A mounted app's own lifespan does not run: start the WorkflowServer's runtime here.
-        async with workflow_server.contextmanager():
-            yield
+        await owners.start()
+        try:
+            async with workflow_server.contextmanager():
+                yield
+        finally:
+            await owners.close()
 
     schema = openapi_document(workflow_server)  # built once: the routes and models do not change while serving
 
@@ -105,7 +103,7 @@ def create_app(service: DagragService) -> ASGIApp:
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.service = service
     app.state.workflow_server = workflow_server
-    served: ASGIApp = ServerMiddleware(app, service)
+    served: ASGIApp = ServerMiddleware(app, service, owners)
     origins = service.settings.serve_cors_origins
     if origins:
         # Outside the key check: a browser's preflight (OPTIONS) never carries the Authorization header.

@@ -23,7 +23,8 @@ from ..core.errors import InvalidQuestionError
 from ..core.inputs import check_history, check_question
 from ..core.plan import Plan
 from ..work_flows.events import QueryStarted
-from .keys import ApiKeys, Caller, RunOwners
+from .keys import ApiKeys, Caller
+from .runs_db import RunOwners, run_owners
 from .schemas import BadRequest, is_json_media_type, parse_json
 from .service import PENDING_SLOT, DagragService, RunSlotsBusy, SlotGrant
 
@@ -89,12 +90,12 @@ async def send_json(send: Send, status: int, body: dict[str, Any], headers: dict
 
 
 class ServerMiddleware:
-    def __init__(self, app: ASGIApp, service: DagragService) -> None:
+    def __init__(self, app: ASGIApp, service: DagragService, owners: RunOwners | None = None) -> None:
         self.app = app
         self.service = service
         settings: Settings = service.settings
         self.keys = ApiKeys.from_settings(settings)
-        self.owners = RunOwners.from_settings(settings)
+        self.owners = owners or run_owners(settings)
         self.max_body = settings.serve_max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -141,7 +142,7 @@ class ServerMiddleware:
             return
         request_info(scope).caller = caller
         owned = RUN_ROUTE.match(path)
-        if caller is not None and owned and not self.owners.may_see(owned.group("handler_id"), caller):
+        if caller is not None and owned and not await self.owners.may_see(owned.group("handler_id"), caller):
             await send_json(send, 404, {"detail": "Handler not found"})  # as for a run that does not exist
             return
         declared = headers.get("content-length", "")
@@ -196,7 +197,7 @@ class ServerMiddleware:
             return
         if caller is not None:  # the run is the caller's: named now, so later requests about it can be checked
             handler_id = data.get("handler_id") or uuid.uuid4().hex
-            if not self.owners.claim(handler_id, caller):
+            if not await self.owners.claim(handler_id, caller):
                 await send_json(send, 409, {"detail": "handler_id: a run of another client has this id",
                                             "field": "handler_id"})
                 return
@@ -238,7 +239,7 @@ class ServerMiddleware:
             if start["status"] == 200:
                 listed = json.loads(body)
                 listed["handlers"] = [h for h in listed.get("handlers", [])
-                                      if self.owners.may_see(str(h.get("handler_id", "")), caller)]
+                                      if await self.owners.may_see(str(h.get("handler_id", "")), caller)]
                 body = json.dumps(listed).encode()
             headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
             await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})

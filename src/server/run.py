@@ -52,11 +52,13 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
     import uvicorn
 
     from .app import create_app
+    from .runs_db import check_runs_db
     from .service import DagragService
 
     host = host or settings.serve_host
     port = settings.serve_port if port is None else port
     check_bind(host, settings)  # before loading anything: a refusal should be instant
+    check_runs_db(settings)  # a Postgres SERVE_RUNS_DB that cannot be used: one line naming it
     configure_logging()
     service = DagragService.from_settings(settings)
     uvicorn.run(create_app(service), host=host, port=port, access_log=False, log_level="info",

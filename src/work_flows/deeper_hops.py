@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from llama_index.core.schema import NodeWithScore
 
 from ..agents.bridge import bridge_queries, clause_breaks, named_spans, phrased_queries, title_words
+from ..core.names import NO_NAMES, KnownNames
 from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
 from ..core.sources import passage_text
 from ..core.text import content_words
@@ -108,7 +109,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     parent_best = passages_handed_over(policy, run).get(earlier[-1], [])[:1]
     followed = len(chain) == 2 or not parent_best or followed_parent(
         run.rewritten.get(last, hop_of_last.text), run.searched_as.get(last), parent_best[0], question,
-        policy.bridge_max_entities)
+        policy.bridge_max_entities, run.known_names)
     # The last hop moved the chain: it reached a page, from the previous hop's own page, that explains something new.
     moved = report.status == "covered" and bool(gain) and followed
     notes: list[str] = []
@@ -161,7 +162,7 @@ def _title(hit: NodeWithScore) -> str:
 
 
 def followed_parent(searched_text: str, searched_as: str | None, parent_best: NodeWithScore, question: str,
-                    max_entities: int) -> bool:
+                    max_entities: int, known: KnownNames = NO_NAMES) -> bool:
     """Whether the hop's best passage was found by one of the bridge searches from its parent's best passage (the
     page the chain reached and the writer is handed), given the text the hop was searched with (a resolver's
     rewrite, or its own), the query behind its best passage (`run.searched_as`) and the parent's best passage.
@@ -174,8 +175,9 @@ def followed_parent(searched_text: str, searched_as: str | None, parent_best: No
     if searched_as is None or not parent_references(searched_text):
         return True
     queries = [*bridge_queries(searched_text, _title(parent_best), parent_best.node.get_content(), question,
-                               max_entities),
-               *phrased_queries(_title(parent_best), parent_best.node.get_content(), question, max_entities)]
+                               max_entities, known=known),
+               *phrased_queries(_title(parent_best), parent_best.node.get_content(), question, max_entities,
+                                known=known)]
     fallback = " ".join(f"{_title(parent_best)} {PARENT_REFERENCE.sub(' ', searched_text)}".split())
     return searched_as in {query.text for query in queries} | {fallback}
 

@@ -29,9 +29,19 @@ from ..agents.resolver import ReferenceResolverAgent
 from ..agents.writer import in_context, quoted_sentences
 from ..config import Settings
 from ..core.inputs import check_history, check_question
-from ..core.plan import SubQuery, parent_references
+from ..core.names import KnownNames
+from ..core.plan import ExecutedPlan, SubQuery, parent_references
 from ..core.result import RunLedger, Source, Verification, WrittenAnswer
-from ..core.roles import PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
+from ..core.roles import (
+    NameSource,
+    PassageWriter,
+    Planner,
+    ReferenceResolver,
+    Reranker,
+    Searcher,
+    Verifier,
+    Writer,
+)
 from ..core.search import SearchHits
 from ..core.sources import passage_text
 from .answerability import abstain_reason, abstention_text, answer_score
@@ -157,7 +167,7 @@ class QueryWorkflow(Workflow):
             ledger.degrade("planner", "query deadline passed", "rule-based planner")
             plan = self.planner.fallback_plan(question, history, "the query deadline passed while planning")
         run = QueryRun(question=question, plan=plan, ledger=ledger, started_at=started, deadline=deadline,
-                       path=path_of(self.policy, plan))
+                       path=path_of(self.policy, plan), known_names=await self._known_names(plan))
         if run.out_of_time():
             run.record_partial("planning")
         run.add_time("plan_s", time.perf_counter() - started)
@@ -276,6 +286,12 @@ class QueryWorkflow(Workflow):
             return False
         ctx.write_event_to_stream(HopAdded.of(run, deepening.hop.id))
         return True
+
+    async def _known_names(self, plan: ExecutedPlan) -> KnownNames:
+        """What the collection names (titles, headings), for the hops to follow; read only when a plan has a hop."""
+        if len(plan.subqueries) < 2 or not isinstance(self.searcher, NameSource):
+            return KnownNames()
+        return await self.searcher.known_names()
 
     async def _abstain_reason(self, run: QueryRun, sources: list[Source]) -> str | None:
         """Score the question against each kept passage's sentences and, only if none of them answers, against the

@@ -11,6 +11,7 @@ from typing import TypeVar
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.names import KnownNames
 from ..core.plan import ExecutedPlan, SubQuery
 from ..core.result import RunLedger, SubqueryReport
 
@@ -42,6 +43,8 @@ class QueryRun(BaseModel):
     deadline: float | None = Field(
         None, description="When the run must end, on the process's perf_counter clock; None: no deadline.")
     partial_reason: str | None = None
+    known_names: KnownNames = Field(
+        default_factory=KnownNames, description="The names the collection knows (titles, headings): what hops follow.")
 
     def __repr__(self) -> str:
         # The workflow runtime summarises every step's input and output event with repr(); the default

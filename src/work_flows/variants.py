@@ -78,8 +78,10 @@ def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, atte
     asks_the_question = sq.role == "bridge" and text == sq.text
     for rank, parent_hit in enumerate(parent_pages):
         page = (_title(parent_hit), parent_hit.node.get_content(), run.plan.query, policy.bridge_max_entities)
-        phrased = phrased_queries(*page) if attempt > 1 and rank == 0 and asks_the_question else []
-        for query, rescores in [*((q, True) for q in phrased), *((q, False) for q in bridge_queries(child, *page))]:
+        known = run.known_names
+        phrased = phrased_queries(*page, known=known) if attempt > 1 and rank == 0 and asks_the_question else []
+        keyword = bridge_queries(child, *page, known=known)
+        for query, rescores in [*((q, True) for q in phrased), *((q, False) for q in keyword)]:
             if all(v.request.text != query.text for v in variants):
                 variants.append(Variant(sq.id, replace(request, text=query.text), entity=query.entity,
                                         rescores=rescores))
