@@ -391,6 +391,40 @@ New ÷ old: corpus tokens per second {show(bench.get('new_vs_old_corpus_tokens_p
     return "\n".join(parts)
 
 
+def embedders_section() -> str:
+    bench = result("embedders.json")
+    if bench is None:
+        return ""
+    config, models = bench.get("config", {}), bench.get("models", {})
+    cost = [[f"`{spec}`", show(m.get("dim")), show(m["ingest"].get("passages_per_s")), show(m["ingest"].get("cpu_s")),
+             show(m.get("query_p50_ms")), show(m.get("layer4_p50_ms")), show(m.get("load_s"))]
+            for spec, m in models.items()]
+    runs = sorted({run for found in bench.get("recall", {}).values() for run in found},
+                  key=lambda run: (-int(run.rsplit("-k", 1)[1]), run))
+    recall = [[run, *(f"{show(found.get(run, {}).get('single_joint_recall'))} / "
+                      f"{show(found.get(run, {}).get('dag_joint_recall'))}"
+                      for found in bench.get("recall", {}).values())] for run in runs]
+    return f"""\
+## Embedding models: experiments/embedder_bench.py
+
+What each embedding model costs, measured in one process with the models alternating (best of
+{show(config.get('repeats'))} rounds; {show(config.get('passages'))} HotpotQA paragraphs of
+{show(config.get('mean_chars'))} characters on average, embedded as ingest does, longest first in batches of
+{show(config.get('batch'))}; {show(config.get('cpus'))} CPUs, load average {show(config.get('load_average'))},
+commit {show(config.get('commit'))}):
+
+{table(["model", "dim", "passages/s", "CPU s", "1 query ms", "layer of 4 ms", "load s"], cost)}
+
+What each finds: joint recall single / dag on every set, from an all-sets run made with that model:
+
+{picture(RESULTS / "embedders.png", "dag joint recall per set for each embedding model, beside its ingest speed")}\
+{table(["set", *(f"`{spec}`" for spec in bench.get("recall", {}))], recall)}
+
+Made by `{PYTHON} experiments/embedder_bench.py --recall SPEC=FOLDER ...` after `experiments/all_sets.py run`
+with `DAGRAG_EMBED_MODEL` set for each model.
+"""
+
+
 def rerank_section() -> str:
     files = sorted(RESULTS.glob("rerank-sweep*.json"), key=lambda path: (path.stem != "rerank-sweep", path.name))
     if not files:
@@ -446,7 +480,7 @@ LLM call per question.
 
 
 SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, profile_section, serve_load_section,
-            ingest_section, rerank_section, real_llm_section)
+            ingest_section, embedders_section, rerank_section, real_llm_section)
 
 
 def render() -> str:

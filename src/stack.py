@@ -98,6 +98,10 @@ def build_embed_model(spec: str, batch_size: int = 64) -> BaseEmbedding:
         from llama_index.embeddings.openai import OpenAIEmbedding
 
         return OpenAIEmbedding(model=name, embed_batch_size=batch_size)
+    if kind == "onnx":
+        from .agents.embedder import OnnxEmbedding
+
+        return OnnxEmbedding(name, embed_batch_size=batch_size)
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from transformers.utils import logging as transformers_logging
 
