@@ -312,6 +312,9 @@ def test_source_titles_show_the_section_and_plain_titles_stay_as_they_were():
         "Service Guide > Configuration > Critical"
     assert source_title(source({"title": "Service Guide", "section": ""})) == "Service Guide"
     assert source_title(source({"title": "Ed Wood"})) == "Ed Wood"   # HotpotQA: no section
+    # a heading's attribute list or label is markup, not what a reader sees
+    assert source_title(source({"title": "Writing Extensions", "section": "Phases {: #stages } > Block Processors"})) \
+        == "Writing Extensions > Phases > Block Processors"
 
 
 def test_identical_paragraphs_under_two_headings_are_two_chunks(tmp_path):

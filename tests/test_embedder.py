@@ -39,5 +39,5 @@ def test_a_batch_gives_each_text_the_vector_it_gets_alone(onnx_embedder):
 
 
 def test_only_the_bundled_onnx_model_is_accepted():
-    with pytest.raises(ValueError, match="onnx:bge-small-en-v1.5"):
+    with pytest.raises(ValueError, match=r"onnx:bge-small-en-v1\.5"):
         Settings(embed_model="onnx:e5-small")

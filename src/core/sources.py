@@ -6,6 +6,7 @@ import hashlib
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
+from .markup import plain
 from .result import Source
 
 
@@ -21,10 +22,11 @@ def passage_text(hit: NodeWithScore) -> str:
 
 def source_title(source: Source) -> str:
     """"Title > Section > Subsection" for a chunk of a structured document; the title alone when it has no section
-    (a paragraph that has only a title, text before a document's first heading)."""
+    (a paragraph that has only a title, text before a document's first heading). Headings are shown as a reader
+    sees them: "Phases of processing {: #stages }" is "Phases of processing"."""
     title = str(source.metadata.get("title") or source.metadata.get("file_name") or source.node_id[:8])
     section = str(source.metadata.get("section") or "")
-    return f"{title} > {section}" if section else title
+    return " ".join(plain(f"{title} > {section}" if section else title).split())
 
 
 def source_location(source: Source) -> str:
