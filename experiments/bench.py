@@ -16,7 +16,11 @@ Sections, all measured in one run (keys of the `--out` JSON):
                  same passages; reingest_unchanged_s: the same ingest again.
 - e2e            e2e_p50_s, e2e_p95_s, peak_rss_mb: offline defaults over the HotpotQA pool, one question at
                  a time, in a fresh process (so peak RSS is a query process's, not the benchmark's).
-- scale          qdrant_p50_ms: embedded Qdrant at 5k/50k/200k synthetic passages (a 4-query layer batch).
+- scale          qdrant_p50_ms: embedded Qdrant's one query by collection size; scale_layer_ms: the fastest
+                 backend keeping recall@10 >= 0.98 on a 4-subquery layer at the largest size (embedded Qdrant,
+                 Qdrant Edge HNSW and exact; real + synthetic MiniLM vectors, real questions; a PNG beside --out).
+                 experiments/scale_bench.py. The full run, which benchmarks_doc.py shows in place of this file's
+                 scale table: --only scale --scale-sizes 10000,100000,1000000 --out experiments/results/bench-scale.json
 - serve          serve_overhead_ms: `dagrag serve`'s HTTP layer per /query (median of paired HTTP − in-process
                  differences) with zero-cost fakes behind it; serve_throughput_ratio_c4: /query throughput ÷
                  in-process throughput at concurrency 4 on the real offline stack (also 1 and 16, p50/p95 each).
@@ -35,7 +39,6 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
-import gc
 import hashlib
 import json
 import os
@@ -114,6 +117,10 @@ class BenchConfig:
     orchestration_runs: int
     sections: list[str]
     pool_questions: int | None = None  # None: every question in --data (eval.py's full pool)
+    out: Path | None = None  # --out; the scale section's picture goes beside it
+    scale_cache: Path = ROOT / "runs" / "bench-scale"  # the real passages' and questions' embeddings (.npy)
+    scale_passages: int | None = None  # real passages embedded for the scale section (None: every one in --data)
+    scale_questions: int | None = None  # questions used as its queries (None: every one)
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -472,50 +479,23 @@ async def bench_ingest(cfg: BenchConfig, pool: Pool, embed_model: Any) -> dict[s
 
 
 async def bench_scale(cfg: BenchConfig) -> dict[str, Any]:
-    """Embedded Qdrant query latency as the collection grows (synthetic 384-d passages)."""
-    from qdrant_client import QdrantClient
-    from qdrant_client.http import models as rest
+    """Dense search cost by collection size and backend: experiments/scale_bench.py (its docstring says how)."""
+    import scale_bench
 
-    rng = np.random.default_rng(0)
-    dim, vector_name = 384, "text-dense"
-    limit = Settings().subquery_topk_base * Settings().dense_overfetch
-    results: dict[str, Any] = {}
-    for size in cfg.scale_sizes:
-        queries = 20 if size <= 50_000 else 10
-        client = QdrantClient(location=":memory:")
-        client.create_collection("scale", vectors_config={vector_name: rest.VectorParams(
-            size=dim, distance=rest.Distance.COSINE)})
-        started = time.perf_counter()
-        with tqdm(total=size, desc=f"qdrant load {size:,}", unit="pt", leave=False) as bar:
-            for start in range(0, size, 2000):
-                count = min(2000, size - start)
-                vectors = rng.standard_normal((count, dim)).astype(np.float32)
-                ids = list(range(start, start + count))
-                client.upsert("scale", points=rest.Batch(
-                    ids=ids, vectors={vector_name: vectors.tolist()},
-                    payloads=[{"title": f"Passage {i}", "text": "synthetic " * 20} for i in ids]), wait=True)
-                bar.update(count)
-        load_s = time.perf_counter() - started
-        single, layer = [], []
-        for _ in range(queries):
-            query = rng.standard_normal(dim).astype(np.float32).tolist()
-            t0 = time.perf_counter()
-            client.query_points("scale", query=query, using=vector_name, limit=limit, with_payload=True)
-            single.append((time.perf_counter() - t0) * 1000)
-            batch = [rest.QueryRequest(query=rng.standard_normal(dim).astype(np.float32).tolist(), using=vector_name,
-                                       limit=limit, with_payload=True) for _ in range(4)]
-            t0 = time.perf_counter()
-            client.query_batch_points("scale", requests=batch)
-            layer.append((time.perf_counter() - t0) * 1000)
-        results[str(size)] = {"query_p50_ms": round(median(single), 2), "layer_batch4_p50_ms": round(median(layer), 2),
-                              "query_p95_ms": round(percentile(single, 95), 2), "load_s": round(load_s, 1)}
-        client.close()
-        del client
-        gc.collect()
-    return {"qdrant_p50_ms": {size: r["query_p50_ms"] for size, r in results.items()},
-            "details": {**results, "limit": limit, "queries": "20 per size, 10 above 50k",
-                        "how": "QdrantClient(':memory:') — the embedded engine, exact search; one query vs a "
-                               "layer's batch of 4 (query_batch_points)"}}
+    plot_path = cfg.scale_cache / "scale.png" if cfg.out is None else cfg.out.with_suffix(".png") \
+        if "scale" in cfg.out.stem else cfg.out.with_name(f"{cfg.out.stem}-scale.png")  # bench-scale.png
+    quick = {"singles": 30, "layers": 10, "budget_s": 5.0} if cfg.quick else {}
+    details = scale_bench.run_scale(
+        cfg.data, cfg.scale_sizes, cache=cfg.scale_cache, plot_path=plot_path,
+        limit=Settings().subquery_topk_base * Settings().dense_overfetch, max_passages=cfg.scale_passages,
+        max_questions=cfg.scale_questions, **quick)
+    rows = details["rows"]
+    out: dict[str, Any] = {"qdrant_p50_ms": {str(r["size"]): r["query_p50_ms"] for r in rows
+                                             if r["backend"] == "qdrant-local" and "skipped" not in r}}
+    best = scale_bench.best_at_largest(rows)
+    if best:
+        out["scale_layer_ms"] = best
+    return {**out, "details": details}
 
 
 async def timed_queries(ask: Callable[[str], Any], questions: list[str], concurrency: int
@@ -693,7 +673,7 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         scale_sizes=[int(s) for s in args.scale_sizes.split(",")] if args.scale_sizes
         else ([2_000, 5_000] if quick else [5_000, 50_000, 200_000]),
         ingest_passages=256 if quick else 512, orchestration_runs=30 if quick else 300,
-        sections=sections, pool_questions=30 if quick else None)
+        sections=sections, pool_questions=30 if quick else None, out=Path(args.out) if args.out else None)
 
 
 def targets_of(results: dict[str, Any]) -> dict[str, Any]:
@@ -703,6 +683,10 @@ def targets_of(results: dict[str, Any]) -> dict[str, Any]:
             out[key] = {"value": results[key], "target": target, "met": bool(check(results[key]))}
     if "qdrant_p50_ms" in results:
         out["qdrant_p50_ms"] = {"value": results["qdrant_p50_ms"], "target": "(find the limit)", "met": True}
+    if "scale_layer_ms" in results:
+        best = results["scale_layer_ms"]
+        out["scale_layer_ms"] = {"value": best, "target": "≤ 50 ms, recall@10 ≥ 0.98, largest size",
+                                 "met": best["layer_p50_ms"] <= 50 and best["recall_at_10"] >= 0.98}
     if "peer_subq" in results:
         peer = results["peer_subq"]
         out["peer_subq"] = {"value": peer["dagrag_over_subq"], "target": "calls ≤ ½, passages ≤ ⅓, wall ≤ 1",
@@ -743,9 +727,11 @@ def print_table(results: dict[str, Any]) -> None:
             detail = f"{details['e2e']['queries']} questions; mean s: " + ", ".join(
                 f"{k[:-2]} {v:.3f}" for k, v in details["e2e"]["stage_mean_s"].items())
         elif key == "qdrant_p50_ms" and "scale" in details:
-            d = details["scale"]
-            detail = "layer of 4: " + ", ".join(
-                f"{k}: {v['layer_batch4_p50_ms']} ms" for k, v in d.items() if isinstance(v, dict) and "load_s" in v)
+            detail = "layer of 4, p50 ms (recall@10): " + ", ".join(
+                f"{r['backend']}@{r['size']}: {r['layer_p50_ms']} ({r['recall_at_10']})"
+                for r in details["scale"].get("rows", []) if "skipped" not in r)
+        elif key == "scale_layer_ms" and "scale" in details:
+            detail = details["scale"].get("verdict", "")
         elif key == "orchestration_overhead_ms" and "orchestration" in details:
             d = details["orchestration"]
             detail = (f"CPU per query; wall p50 {d['given_plan']['wall_p50_ms']} ms; with the rule planner "
@@ -828,10 +814,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of every section")
     parser.add_argument("--only", default=None, help=f"comma list of sections ({', '.join(SECTIONS)})")
     parser.add_argument("--skip", default=None, help="comma list of sections to leave out")
-    parser.add_argument("--skip-scale", action="store_true", help="leave out the Qdrant scale section")
+    parser.add_argument("--skip-scale", action="store_true", help="leave out the search backends' scale section")
     parser.add_argument("--queries", type=int, default=None, help="e2e questions (default 100, quick 10)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions of the layer and peer runs (5, quick 2)")
-    parser.add_argument("--scale-sizes", default=None, help="comma list of collection sizes (5000,50000,200000)")
+    parser.add_argument("--scale-sizes", default=None, help="comma list of collection sizes (5000,50000,200000; "
+                        "quick 2000,5000; the full run 10000,100000,1000000)")
     parser.add_argument("--data", default=str(DEFAULT_DATA), help="HotpotQA data in the shared JSONL format")
     parser.add_argument("--index-dir", default=".dagrag/eval-qdrant", help="eval.py's embedded Qdrant folder")
     parser.add_argument("--child-e2e", default=None, help=argparse.SUPPRESS)

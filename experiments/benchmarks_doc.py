@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import all_sets
+import scale_bench
 
 ROOT = all_sets.ROOT
 RESULTS = ROOT / "experiments" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
 PYTHON = ".venv/bin/python"
+SCALE_FILE = "bench-scale.json"  # experiments/bench.py --only scale's own run, which stands in for bench.json's scale
 
 # The ablation's folders under ablation-k2/, in the order each adds a feature, with what each ran.
 ABLATION = (
@@ -52,6 +54,7 @@ BENCH_KEYS = {
     "e2e_p95_s": ("e2e", "one whole offline query, 95th percentile"),
     "peak_rss_mb": ("e2e", "peak memory of that query process"),
     "qdrant_p50_ms": ("scale", "embedded Qdrant, one dense query, by collection size"),
+    "scale_layer_ms": ("scale", "the fastest search backend keeping recall@10 ≥ 0.98, a layer of 4, largest size"),
     "peer_subq": ("peer", "dagrag ÷ LlamaIndex's SubQuestionQueryEngine on one many-part question"),
 }
 
@@ -251,12 +254,16 @@ Made by `DAGRAG_<SETTING>=... {PYTHON} experiments/eval.py --data {data_file} --
 
 
 def bench_section() -> str:
-    bench = result("bench.json")
-    if bench is None:
+    bench, scale_run = result("bench.json"), result(SCALE_FILE)
+    if bench is None and scale_run is None:
         return ""
-    details, config = bench.get("details", {}), bench.get("config", {})
+    details, config = dict((bench or {}).get("details", {})), (bench or {}).get("config", {})
+    targets = dict((bench or {}).get("targets", {}))
+    if scale_run is not None:  # the scale section's own run (its sizes take long) stands in for bench.json's
+        details["scale"] = scale_run.get("details", {}).get("scale", {})
+        targets.update(scale_run.get("targets", {}))
     rows, hows = [], {}
-    for key, target in bench.get("targets", {}).items():
+    for key, target in targets.items():
         section, what = BENCH_KEYS.get(key, ("", key))
         how = (bench.get(key) or {}).get("how") if key == "peer_subq" else details.get(section, {}).get("how")
         if how:
@@ -284,19 +291,71 @@ How each section measures (as the file records it):
                                                     ["SubQuestionQueryEngine", *(show(peer["subq"][c])
                                                                                  for c in columns)]]) + "\n")
     scale = {size: numbers for size, numbers in details.get("scale", {}).items() if isinstance(numbers, dict)}
-    if scale:
+    if scale and "rows" not in details.get("scale", {}):  # an older file: one exact-search table
         columns = list(next(iter(scale.values())))
         parts.append("Embedded Qdrant at scale (exact search over every vector; a layer searches its subqueries in "
                      "one batch):\n\n" + table(["passages", *columns], [[size, *(show(numbers.get(c)) for c in columns)]
                                                                          for size, numbers in scale.items()]) + "\n")
-    ran = {key: config[key] for key in ("date", "cpu_count", "python", "load_average_start_end", "total_seconds",
-                                        "settings") if key in config}
-    command = config.get("command", "python experiments/bench.py --out experiments/results/bench.json")
-    parts.append(f"Made by `{command}`"
-                 f" ({'; '.join(f'{key}: {show(value)}' for key, value in ran.items())}); the file records no commit. "
-                 f"`{PYTHON} experiments/bench.py --quick` is a smoke test of every section; `--only` and `--skip` "
-                 "choose sections.\n")
+    if bench is not None:
+        command = config.get("command", "python experiments/bench.py --out experiments/results/bench.json")
+        parts.append(f"Made by `{command}` ({ran_with(config)}); the file records no commit. `{PYTHON} "
+                     "experiments/bench.py --quick` is a smoke test of every section; `--only` and `--skip` choose "
+                     "sections.\n")
+    if "rows" in details.get("scale", {}):
+        parts.append(scale_part(details["scale"], (scale_run or {}).get("config")))
     return "\n".join(parts)
+
+
+def ran_with(config: dict) -> str:
+    return "; ".join(f"{key}: {show(config[key])}" for key in ("date", "cpu_count", "python", "load_average_start_end",
+                                                                "total_seconds", "settings") if key in config)
+
+
+def scale_part(scale: dict, config: dict | None) -> str:
+    """The search backends by collection size: a table, the picture and, from the numbers, where each stops."""
+    rows = []
+    for r in scale["rows"]:
+        backend = r["backend"] + (f" (ef {r['ef']})" if "ef" in r else "") + (
+            ", in memory" if r.get("storage") == "memory" else "")
+        if "skipped" in r:
+            rows.append([f"{r['size']:,}", backend, f"not run (~{show(r['extrapolated']['layer_p50_ms'])} ms, "
+                         "extrapolated)", *["–"] * 7])
+            continue
+        rows.append([f"{r['size']:,}", backend, show(r["layer_p50_ms"]), show(r["layer_p95_ms"]),
+                     show(r["query_p50_ms"]), show(r["recall_at_10"]), show(r["ingest_per_s"]), show(r["build_s"]),
+                     show(r["rss_mb"]), show(r.get("disk_mb"))])
+    notes = [f"- {r['backend']} at {r['size']:,}: {r.get('skipped') or r['note']}" for r in scale["rows"]
+             if r.get("skipped") or (r.get("note") and r["backend"] == "qdrant-local")]
+    sweeps = [f"{r['size']:,}: " + ", ".join(f"ef {ef} → recall {show(v['recall_at_10'])}, layer "
+                                             f"{show(v['layer_p50_ms'])} ms" for ef, v in r["ef_sweep"].items())
+              for r in scale["rows"] if r.get("ef_sweep")]
+    vectors = scale.get("vectors", {})
+    hnsw = scale.get("hnsw", {})
+    made = (f"Made by `{config['command']}` ({ran_with(config)}); the file records no commit." if config else
+            "Made by the bench.json run above.")
+    plot = RESULTS / scale["plot"] if scale.get("plot") else None
+    return f"""### Search backends by collection size
+
+A layer is one batch call with {scale_bench.LAYER} subqueries (limit {show(scale.get('limit'))}, with payloads);
+recall@10 is against exact search (numpy); RSS is the resident memory the backend added, disk the blocks its
+folder uses. Times in ms, ingest in points/s, build in s, memory in MB.
+
+{table(["passages", "backend", "layer p50", "layer p95", "1 query p50", "recall@10", "ingest /s", "build s",
+        "RSS MB", "disk MB"], rows)}
+
+{picture(plot, "Layer p50, ingest + build time and resident memory against collection size, per search backend")
+ if plot else ""}{scale_bench.verdict(scale["rows"])}
+
+{"".join(note + chr(10) for note in notes) + chr(10) if notes else ""}\
+HNSW m {show(hnsw.get('m'))}, ef_construct {show(hnsw.get('ef_construct'))}; each size keeps the smallest `hnsw_ef`
+reaching recall@10 {show(scale.get('recall_target'))} on these queries: {'; '.join(sweeps) or '–'}.
+Vectors: {show(vectors.get('real_passages'))} real passages, then synthetic ones ({vectors.get('synthetic', '')});
+{show(vectors.get('questions'))} real questions as queries. Distribution check (cosine):
+{show(vectors.get('distribution_check'))}.
+
+{made} The full run: `{PYTHON} experiments/bench.py --only scale --scale-sizes 10000,100000,1000000 --out
+experiments/results/{SCALE_FILE}`.
+"""
 
 
 def profile_section() -> str:

@@ -74,12 +74,71 @@ async def test_network_layer_overlaps_its_calls():
     assert result["layer_speedup_network"] > 2.0  # 4 in theory; loose for a busy test machine
 
 
-async def test_orchestration_and_scale_sections_report_their_keys():
+async def test_orchestration_section_reports_its_keys():
     orchestration = await bench.bench_orchestration(_config())
     assert 0 < orchestration["orchestration_overhead_ms"] < 1000
     assert set(orchestration["details"]) >= {"given_plan", "rule_planner"}
-    scale = await bench.bench_scale(_config())
-    assert set(scale["qdrant_p50_ms"]) == {"300"} and scale["details"]["300"]["layer_batch4_p50_ms"] > 0
+
+
+async def test_scale_section_reports_every_backend_with_recall_and_the_keys_the_page_reads(tmp_path, monkeypatch,
+                                                                                          embed_model):
+    import benchmarks_doc
+    import scale_bench
+
+    import dagrag.stack
+
+    monkeypatch.setattr(dagrag.stack, "build_embed_model", lambda *args, **kwargs: embed_model)  # the session's
+    monkeypatch.setattr(scale_bench, "MAX_DISK_INGEST_S", 0.0)  # the second size takes the in-memory path
+    cfg = _config(data=ROOT / "examples" / "data" / "hotpotqa_sample.jsonl", scale_sizes=[1000, 300],
+                  scale_cache=tmp_path / "cache", scale_passages=80, scale_questions=20, out=tmp_path / "bench.json")
+    scale = await bench.bench_scale(cfg)
+    details = scale["details"]
+    rows = {(r["size"], r["backend"]): r for r in details["rows"]}
+    assert set(rows) == {(size, backend) for size in (300, 1000) for backend in scale_bench.BACKENDS}
+    for row in rows.values():
+        assert "skipped" not in row
+        assert {"layer_p50_ms", "layer_p95_ms", "query_p50_ms", "query_p95_ms", "recall_at_10", "ingest_per_s",
+                "build_s", "rss_mb", "disk_mb", "queries", "layers"} <= set(row)
+        assert 0 < row["layer_p50_ms"] <= row["layer_p95_ms"] and 0 <= row["recall_at_10"] <= 1
+    for size in (300, 1000):
+        assert rows[size, "qdrant-local"]["recall_at_10"] >= 0.98  # an exact scan
+        assert rows[size, "edge-exact"]["recall_at_10"] >= 0.98
+        assert rows[size, "edge-hnsw"]["recall_at_10"] >= 0.98 and rows[size, "edge-hnsw"]["build_s"] > 0
+    assert rows[300, "qdrant-local"]["storage"] == "disk" and rows[300, "qdrant-local"]["disk_mb"] > 0
+    assert rows[1000, "qdrant-local"]["storage"] == "memory" and "SQLite" in rows[1000, "qdrant-local"]["note"]
+    assert rows[1000, "edge-hnsw"]["indexed_vectors"] == 1000 and rows[1000, "edge-hnsw"]["ef_sweep"]
+    assert details["vectors"]["real_passages"] == 80 and details["vectors"]["questions"] == 20
+    assert rows[1000, "edge-hnsw"]["synthetic"] == 920 and "synthetic" in details["how"]
+    assert set(scale["qdrant_p50_ms"]) == {"300", "1000"}
+    assert scale["scale_layer_ms"]["size"] == 1000 and scale["scale_layer_ms"]["recall_at_10"] >= 0.98
+    assert details["plot"] == "bench-scale.png" and (tmp_path / "bench-scale.png").stat().st_size > 0
+    assert "A 4-subquery layer within 50 ms" in details["verdict"]
+    page = benchmarks_doc.scale_part(details, None)
+    assert "| 1,000 | edge-hnsw (ef " in page and "qdrant-local, in memory" in page
+    assert details["verdict"] in page
+
+
+def test_the_verdict_says_where_each_backend_stops_meeting_50_ms_a_layer():
+    import scale_bench
+
+    def row(size, backend, layer, recall=1.0, **extra):
+        return {"size": size, "backend": backend, "layer_p50_ms": layer, "recall_at_10": recall, **extra}
+
+    rows = [row(10_000, "qdrant-local", 60.0), row(100_000, "qdrant-local", 600.0),
+            {"size": 1_000_000, "backend": "qdrant-local", "skipped": "not run", "extrapolated": {"layer_p50_ms": 6e3}},
+            row(10_000, "edge-hnsw", 2.0, 0.99), row(100_000, "edge-hnsw", 5.0, 0.985),
+            row(1_000_000, "edge-hnsw", 9.0, 0.97), row(10_000, "edge-exact", 3.0),
+            row(100_000, "edge-exact", 30.0), row(1_000_000, "edge-exact", 300.0)]
+    text = scale_bench.verdict(rows)
+    assert "qdrant-local meets it at none of the sizes; at 10,000 a layer takes 60 ms" in text
+    assert "edge-hnsw meets it up to 100,000 passages; at 1,000,000 its recall@10 is 0.97" in text
+    assert "edge-exact meets it up to 100,000 passages; at 1,000,000 a layer takes 300 ms" in text
+    assert "no backend here meets 50 ms per layer" in text and "edge-exact (300 ms)" in text
+    assert scale_bench.best_at_largest(rows) == {"size": 1_000_000, "backend": "edge-exact", "layer_p50_ms": 300.0,
+                                                  "recall_at_10": 1.0}
+    rows[5] = row(1_000_000, "edge-hnsw", 9.0, 0.99)
+    assert "edge-hnsw meets it at every size measured" in scale_bench.verdict(rows)
+    assert "At 1,000,000 passages use edge-hnsw (9 ms per layer" in scale_bench.verdict(rows)
 
 
 def test_ingest_writes_every_batch_and_skips_them_next_time(tmp_path):
@@ -116,7 +175,7 @@ def test_targets_and_table(capsys):
 def test_config_from_flags(argv):
     cfg = bench.config_from(bench.build_parser().parse_args(argv))
     if "--quick" in argv:
-        assert cfg.queries == 10 and cfg.pool_questions == 30 and cfg.scale_sizes == [2_000, 5_000]
+        assert cfg.queries == 10 and cfg.pool_questions == 30 and cfg.scale_sizes == [2_000, 5_000] and cfg.out is None
     else:
         assert cfg.sections == ["network"]
 
@@ -142,3 +201,26 @@ def test_the_load_run_counts_statuses_latency_and_cross_talk_against_a_live_serv
     assert run["clients"] == 2 and run["requests"] == sum(run["statuses"].values()) > 0
     assert run["statuses"].get("200") == run["requests"] and run["cross_talk"] == 0
     assert 0 < run["latency_s"]["p50"] <= run["latency_s"]["max"]
+
+
+def test_a_full_scan_too_slow_to_run_is_skipped_extrapolated_and_still_drawn(tmp_path):
+    import scale_bench
+
+    done = {10_000: {"storage": "disk", "ingest_per_s": 200.0, "query_p50_ms": 16.0, "layer_p50_ms": 64.0,
+                     "rss_mb": 50.0, "recall_at_10": 1.0, "ingest_s": 50.0, "build_s": 0.0}}
+    assert scale_bench.skip_reason("qdrant-local", 1_000_000, done) is None  # ~1.6 s a query: still run
+    why, predicted = scale_bench.skip_reason("edge-exact", 2_000_000, done)
+    assert why.startswith("not run: one query would take ~3200 ms") and "extrapolated linearly from 10,000" in why
+    assert predicted == {"query_p50_ms": 3200.0, "layer_p50_ms": 12800.0, "rss_mb": 10000.0}
+    assert scale_bench.skip_reason("edge-hnsw", 2_000_000, done) is None  # HNSW is not a scan
+    slow = scale_bench.slow_disk_ingest(100_000, done)
+    assert slow["disk_ingest_s_extrapolated"] == 500 and "SQLite commit per point" in slow["note"]
+    assert scale_bench.slow_disk_ingest(50_000, done) is None
+    rows = [{"size": 10_000, "backend": "qdrant-local", **done[10_000]},
+            {"size": 100_000, "backend": "qdrant-local", **done[10_000], "storage": "memory", **slow},
+            {"size": 2_000_000, "backend": "qdrant-local", "skipped": why, "extrapolated": predicted}]
+    scale_bench.plot({"rows": rows}, tmp_path / "scale.png")
+    assert (tmp_path / "scale.png").stat().st_size > 0
+    text = scale_bench.verdict([{**rows[0], "layer_p50_ms": 40.0}, rows[2]])
+    assert "qdrant-local meets it up to 10,000 passages; at 2,000,000 it was not run (a layer extrapolated to " \
+           "~12,800 ms)" in text

@@ -67,3 +67,50 @@ def test_every_relative_link_in_the_readme_and_docs_names_a_file_that_exists():
             if not (page.parent / target.split("#", 1)[0]).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert not broken, broken
+
+
+def test_a_scale_run_of_its_own_stands_in_for_bench_jsons_scale_table(tmp_path, monkeypatch):
+    import scale_bench
+
+    monkeypatch.setattr(benchmarks_doc, "RESULTS", tmp_path)
+    shutil.copy(RESULTS / "bench.json", tmp_path / "bench.json")
+    assert "Embedded Qdrant at scale (exact search" in benchmarks_doc.render()
+
+    def row(size, backend, layer, recall, **extra):
+        return {"size": size, "backend": backend, "layer_p50_ms": layer, "layer_p95_ms": layer * 1.5,
+                "query_p50_ms": layer / 4, "recall_at_10": recall, "ingest_per_s": 1000.0, "build_s": 1.0,
+                "rss_mb": size / 1000, "disk_mb": size / 900, **extra}
+
+    rows = [row(10_000, "qdrant-local", 64.03, 1.0, storage="disk"),
+            row(100_000, "qdrant-local", 640.0, 1.0, storage="memory", note="loaded in memory: on disk, ..."),
+            {"size": 1_000_000, "backend": "qdrant-local", "skipped": "not run: one query would take ~2500 ms",
+             "extrapolated": {"query_p50_ms": 2500.0, "layer_p50_ms": 6400.0, "rss_mb": 3000.0}},
+            row(10_000, "edge-hnsw", 2.02, 0.98, ef=32, ef_sweep={"32": {"recall_at_10": 0.98, "layer_p50_ms": 2.02}}),
+            row(100_000, "edge-hnsw", 6.5, 0.99, ef=64, ef_sweep={"64": {"recall_at_10": 0.99, "layer_p50_ms": 6.5}}),
+            row(1_000_000, "edge-hnsw", 23.4, 0.985, ef=128,
+                ef_sweep={"128": {"recall_at_10": 0.985, "layer_p50_ms": 23.4}}),
+            row(10_000, "edge-exact", 2.59, 1.0), row(100_000, "edge-exact", 25.0, 1.0),
+            row(1_000_000, "edge-exact", 250.0, 1.0)]
+    scale = {"rows": rows, "limit": 20, "recall_target": 0.98, "hnsw": {"m": 16, "ef_construct": 100},
+             "vectors": {"real_passages": 4709, "questions": 485, "synthetic": "convex mixes"},
+             "how": "as the section measures", "plot": "bench-scale.png", "verdict": "(written again from the rows)"}
+    (tmp_path / "bench-scale.png").write_bytes(b"png")
+    best = scale_bench.best_at_largest(rows)
+    (tmp_path / "bench-scale.json").write_text(json.dumps({
+        "qdrant_p50_ms": {"10000": 16.0}, "scale_layer_ms": best, "details": {"scale": scale},
+        "targets": {"scale_layer_ms": {"value": best, "target": "≤ 50 ms, recall@10 ≥ 0.98, largest size",
+                                       "met": True}},
+        "config": {"command": "python experiments/bench.py --only scale --scale-sizes 10000,100000,1000000",
+                   "date": "2026-01-01", "cpu_count": 2}}), encoding="utf-8")
+    page = benchmarks_doc.render()
+    assert "Embedded Qdrant at scale (exact search" not in page and "### Search backends by collection size" in page
+    assert "| `scale_layer_ms` |" in page and "backend: edge-hnsw" in page
+    assert "| 1,000,000 | edge-hnsw (ef 128) | 23.4 | 35.1 | 5.85 | 0.985 |" in page
+    assert "| 1,000,000 | qdrant-local | not run (~6400 ms, extrapolated) |" in page
+    assert "| 100,000 | qdrant-local, in memory | 640 |" in page
+    assert "![Layer p50" in page and "](../experiments/results/bench-scale.png)" not in page  # RESULTS is tmp_path
+    assert scale_bench.verdict(rows) in page and "edge-hnsw meets it at every size measured" in page
+    assert "qdrant-local meets it at none of the sizes; at 10,000 a layer takes 64.03 ms" in page
+    assert "At 1,000,000 passages use edge-hnsw (23.4 ms per layer, recall@10 0.985)." in page
+    assert "--only scale --scale-sizes 10000,100000,1000000 --out\nexperiments/results/bench-scale.json" in page
+    assert "| `e2e_p50_s` |" in page  # bench.json's other sections stay
