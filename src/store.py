@@ -23,7 +23,7 @@ from qdrant_client.http import models as rest
 
 from .config import Settings
 from .core.errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
-from .core.names import NAMES_KEY
+from .core.names import NAMES_KEY, names_in_metadata
 from .core.sparse import encode_documents, encode_queries
 from .core.store_location import check_store_exists
 
@@ -97,8 +97,7 @@ def collection_embed_model(client: QdrantClient, collection: str) -> tuple[str |
 
 def recorded_names(client: QdrantClient, collection: str) -> frozenset[str]:
     """The names recorded in a collection's metadata (`record_names`); empty for one made elsewhere or before."""
-    metadata = getattr(client.get_collection(collection).config, "metadata", None) or {}
-    return frozenset(metadata.get(NAMES_KEY) or ())
+    return names_in_metadata(getattr(client.get_collection(collection).config, "metadata", None)).keys
 
 
 def record_names(client: QdrantClient, collection: str, names: set[str]) -> None:

@@ -264,9 +264,9 @@ _LONGEST_KNOWN_NAME = 5  # words
 
 
 def _hold_known_names(question: str, spans: dict[str, str], known: KnownNames) -> str:
-    """The question with each name the collection knows that is not capitalised throughout (`black`, `nl2br`,
-    `hatch env create`: the capital-letter rules would miss it) as one name word too, longest first; `spans`
-    gains what each stands for. A name of stopwords alone ("the", "how") is never one."""
+    """The question with each name the collection knows that is not capitalised throughout (`quillpack`,
+    `smart_lists`, `quill env create`: the capital-letter rules would miss it) as one name word too, longest first;
+    `spans` gains what each stands for. A name of stopwords alone ("the", "how") is never one."""
     if not known:
         return question
     words = question.split()
@@ -277,8 +277,8 @@ def _hold_known_names(question: str, spans: dict[str, str], known: KnownNames) -
             run = words[i:i + n]
             name = " ".join(run).strip(_EDGE_PUNCTUATION)
             trailing = " ".join(run)[len(" ".join(run).rstrip(_EDGE_PUNCTUATION)):]
-            if (all(is_name_word(w) or w.startswith("Quoted") for w in run) or not content_words(name)
-                    or not known.knows(name) or any(w.startswith("Quoted") for w in run)):
+            if (any(w.startswith("Quoted") for w in run) or all(is_name_word(w) for w in run)
+                    or not content_words(name) or not known.knows(name)):
                 continue
             token = f"Quoted{len(spans)}"
             spans[token] = name
@@ -347,7 +347,7 @@ def find_comparison(question: str, language: Language = ENGLISH, known: KnownNam
 
     Its form first ("How does X differ from Y?", "X vs Y", "Should I use X or Y for Z?", ...: any kind of
     name), then the forms that need names to look like names ("Were X and Y ...?", "Who is older, X or Y?"): a
-    capitalised run, a quoted or `code` span, or a name the collection knows (`known`: "Do black and isort both
+    capitalised run, a quoted or `code` span, or a name the collection knows (`known`: "Do quillpack and stowbuild both
     read pyproject.toml?" on a collection with pages or sections about both).
     """
     held, spans = _hold_quoted(question)

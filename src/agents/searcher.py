@@ -20,7 +20,7 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models as rest
 
-from ..core.names import NAMES_KEY, KnownNames
+from ..core.names import KnownNames, names_in_metadata
 from ..core.search import SearchHits, SearchRequest
 from ..core.sparse import query_vector
 from ..core.text import tokens
@@ -97,8 +97,7 @@ class SearcherAgent:
                 info = await asyncio.to_thread(self.vector_store.client.get_collection, name)
         except Exception:  # no names is a weaker hop, not a failed query; the search itself reports the store
             return KnownNames()
-        metadata = getattr(info.config, "metadata", None) or {}
-        names = KnownNames(frozenset(metadata.get(NAMES_KEY) or ()))
+        names = names_in_metadata(getattr(info.config, "metadata", None))
         self._names = (now, names)
         return names
 

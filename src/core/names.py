@@ -12,7 +12,9 @@ spans in a passage with a regular expression. Both build on the same two facts:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # "to" also glues ranges in passages ("1945 to 1969", "Ashford to Dunmere"); it stays because comparison
 # questions need it ("Echoes to Nowhere or Velvet Static"), and on the multi-hop benchmark sets
@@ -45,12 +47,12 @@ def is_connector(word: str) -> bool:
 
 
 # --- names the collection itself knows ------------------------------------------------------------------
-# Users name things in lower case, dotted or as code (`httpx`, `markdown.extensions.toc`, `--force-exclude`): no
+# Users name things in lower case, dotted or as code (`httpx`, `quillpack.ext.toc`, `--strict-mode`): no
 # capital letter marks those. What the collection calls its pages and sections, and the code its headings name, is
 # a name whatever its case: gathered at ingest (`names_of_page`) and read back as `KnownNames`.
 
 _CODE_SPAN = re.compile(r"(?<!`)`([^`\n]{1,80})`(?![`_])")
-# A Markdown link's text ("[the toc extension](toc.md)") or a reStructuredText one (`the toc extension <toc.html>`_).
+# A Markdown link's text ("[the cache guide](cache.md)") or a reStructuredText one (`the cache guide <cache.html>`_).
 _LINK_TEXT = re.compile(r"(?<!!)\[([^\]\n]{1,80})\]\([^)\n]*\)|`([^`<\n]{1,80}?)\s*<[^>\n]+>`__?")
 MAX_NAME_CHARS = 80
 NAMES_KEY = "dagrag_names"
@@ -93,4 +95,9 @@ class KnownNames:
 
 
 NO_NAMES = KnownNames()
+
+
+def names_in_metadata(metadata: Mapping[str, Any] | None) -> KnownNames:
+    """The names a collection's metadata records under NAMES_KEY (none when it records none)."""
+    return KnownNames(frozenset((metadata or {}).get(NAMES_KEY) or ()))
 """A collection that records no names (made elsewhere, or before names were recorded): hops follow capitals only."""
