@@ -68,7 +68,7 @@ from dagrag.store import open_vector_store
 SYSTEMS = ("single", "dag", "oracle", "subq", "dag-rule")
 DAGRAG_SYSTEMS = ("single", "dag", "oracle", "dag-rule")  # the ones with a plan and checked citations
 METRICS = ("em", "f1", "concise", "match", "abstained", "recall", "joint_recall", "passages_per_question",
-           "context_tokens", "coverage_ratio", "support_rate", "llm_calls", "llm_tokens")
+           "context_tokens", "coverage_ratio", "support_rate", "llm_calls", "llm_tokens", "llm_prompt_tokens")
 SUMMARY_KEYS = (*METRICS, "latency_p50_s", "latency_p95_s", "n", "failures")
 PLAN_ORIGINS = tuple(origin.value for origin in PlanOrigin)
 ROWS_FILE, RUN_FILE = "per_question.jsonl", "run.json"
@@ -167,6 +167,7 @@ def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: To
                         "support_rate": result.verification.support_rate or 0.0,
                         "llm_calls": result.llm_calls.count,
                         "llm_tokens": (result.llm_calls.prompt_tokens or 0) + (result.llm_calls.completion_tokens or 0),
+                        "llm_prompt_tokens": result.llm_calls.prompt_tokens or 0,
                         "latency_s": seconds, "abstained": float(result.abstained),
                     }, concise=result.concise_answer)
     citations = citation_counts(result)
@@ -199,12 +200,14 @@ class LLMCallCounter(BaseEventHandler):
 
     calls: int = 0
     tokens: int = 0
+    prompt_tokens: int = 0
 
     def handle(self, event: Any, **kwargs: Any) -> None:
         if isinstance(event, (LLMChatEndEvent, LLMCompletionEndEvent)):
             self.calls += 1
             usage = getattr(getattr(event.response, "raw", None), "usage", None)
             self.tokens += getattr(usage, "total_tokens", 0) or 0
+            self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
 
 
 class SubQuestionBaseline:
@@ -226,21 +229,23 @@ class SubQuestionBaseline:
             query_engine_tools=[tool], llm=llm, use_async=True, question_gen=_question_generator(llm), verbose=False)
         self.lock = asyncio.Lock()  # the token counter is shared: one question at a time
 
-    async def answer(self, example: Example) -> tuple[Any, float, int, int]:
-        """(response, seconds, LLM calls, LLM tokens); raises what SubQuestionQueryEngine raises."""
+    async def answer(self, example: Example) -> tuple[Any, float, int, int, int]:
+        """(response, seconds, LLM calls, LLM tokens, LLM prompt tokens); raises what SubQuestionQueryEngine raises."""
         async with self.lock:
-            self.counter.calls = self.counter.tokens = 0
+            self.counter.calls = self.counter.tokens = self.counter.prompt_tokens = 0
             started = time.perf_counter()
             response = await self.engine.aquery(example.question)
-            return response, time.perf_counter() - started, self.counter.calls, self.counter.tokens
+            return (response, time.perf_counter() - started, self.counter.calls, self.counter.tokens,
+                    self.counter.prompt_tokens)
 
 
-def subq_row(example: Example, response: Any, seconds: float, calls: int, llm_tokens: int,
+def subq_row(example: Example, response: Any, seconds: float, calls: int, llm_tokens: int, llm_prompt_tokens: int,
              tokens: TokenCounter) -> dict[str, Any]:
     retrieved = [n for n in response.source_nodes if n.node.metadata.get("title") is not None]
     metrics = score(example, str(response), [n.node.node_id for n in retrieved],
                     [n.node.get_content() for n in retrieved], tokens,
                     {"coverage_ratio": 0.0, "support_rate": 0.0, "llm_calls": calls, "llm_tokens": llm_tokens,
+                     "llm_prompt_tokens": llm_prompt_tokens,
                      "latency_s": seconds, "abstained": 0.0})
     return {"answer": str(response), "sources": [{"title": n.node.metadata.get("title")} for n in retrieved],
             "metrics": metrics}
@@ -303,7 +308,7 @@ def telemetry(name: str, items: list[dict[str, Any]]) -> dict[str, Any]:
 def markdown_table(systems: dict[str, Any]) -> str:
     columns = ("n", "failures", "em", "f1", "concise", "match", "abstained", "recall", "joint_recall",
                "passages_per_question", "context_tokens", "coverage_ratio", "support_rate", "llm_calls",
-               "latency_p50_s", "latency_p95_s")
+               "llm_prompt_tokens", "latency_p50_s", "latency_p95_s")
     lines = ["| system | type | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
     for name, summary in systems.items():
         for type_name, block in [("all", summary), *summary["by_type"].items()]:

@@ -95,7 +95,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 async def _run_query(settings: Settings, question: str, show_progress: bool) -> QueryResult:
     from .work_flows.events import LayerStarted, SubqueryDone
-    from .work_flows.progress import HopAdded, PlanChosen
+    from .work_flows.progress import HopAdded, LLMProgress, PlanChosen
     from .work_flows.query_workflow import QueryWorkflow
 
     workflow = QueryWorkflow.from_settings(settings)
@@ -113,6 +113,9 @@ async def _run_query(settings: Settings, question: str, show_progress: bool) -> 
         elif isinstance(event, SubqueryDone):
             found = f" → {event.best_title}" if event.best_title else ""  # a skipped or failed one found nothing
             console.print(f"[dim]  {event.subquery_id} {event.status}{found}[/]")
+        elif isinstance(event, LLMProgress) and event.done:  # one line a call, not one a progress tick
+            outcome = f"{event.tokens} tokens in" if event.ok else f"attempt {event.attempt} failed after"
+            console.print(f"[dim]LLM {event.agent}: {outcome} {event.seconds:.1f} s[/]")
     return await handler
 
 

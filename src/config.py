@@ -101,6 +101,25 @@ def split_spec(spec: str) -> tuple[str, str]:
     return kind.strip().lower(), name.strip()
 
 
+SMALL_MODEL_BILLIONS = 8.0  # VERIFIER=auto: a model this size or smaller is judged by the offline verifier
+_PARAMETER_COUNT = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)b(?![a-z0-9])", re.IGNORECASE)
+
+
+def model_billions(model: str) -> float | None:
+    """The parameter count, in billions, that a model's name gives (`qwen2.5-coder-1.5b-instruct` -> 1.5,
+    `Llama-3.1-70B` -> 70.0); None when it gives none (`gpt-4o-mini`)."""
+    counts = [float(match) for match in _PARAMETER_COUNT.findall(model)]
+    return max(counts) if counts else None
+
+
+def llm_verifies(verifier: str, model: str) -> bool:
+    """Whether an LLM named `model` judges answers under VERIFIER=`verifier`, or the offline verifier does."""
+    if verifier != "auto":
+        return verifier == "llm"
+    billions = model_billions(model)
+    return billions is None or billions > SMALL_MODEL_BILLIONS
+
+
 def _check_model_spec(setting: str, value: str, kinds: tuple[str, ...], bundled: tuple[str, str]) -> str:
     kind, name = split_spec(value)
     if kind not in kinds or not name:
@@ -142,6 +161,15 @@ class Settings(BaseSettings):
         1500, ge=200, description="Each source passage shown to an LLM is cut to this many characters, so a "
         "small-context model never overflows.")
     llm_temperature: float = Field(0.0, ge=0, le=2)
+    llm_evidence_sentences: int = Field(
+        2, ge=0, le=50, description="The LLM writer reads, of each source, the sentences that answer the question or "
+        "the source's subquery best (cross-encoder), this many, each after the sentence before it; 0 = whole "
+        "passages (cut to LLM_PASSAGE_CHARS).")
+    verifier: Literal["auto", "llm", "offline"] = Field(
+        "auto", description="With an LLM, who checks each answer sentence against the sources it cites: `llm` (one "
+        "judge call), `offline` (content words and the cross-encoder, no call) or `auto`: offline for a model whose "
+        f"name gives at most {SMALL_MODEL_BILLIONS:g}B parameters (`…-1.5b-…`), the LLM otherwise. Without an LLM "
+        "the offline judge always runs.")
 
     # --- models --------------------------------------------------------------------------------
     embed_model: str = Field(

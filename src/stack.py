@@ -27,7 +27,7 @@ from .agents.resolver import ReferenceResolverAgent
 from .agents.searcher import SearcherAgent
 from .agents.verifier import VerifierAgent
 from .agents.writer import WriterAgent
-from .config import Settings, split_spec
+from .config import Settings, llm_verifies, split_spec
 from .core.errors import ConfigurationError
 from .core.roles import NameSource, PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
 from .core.store_location import check_store_exists
@@ -162,10 +162,13 @@ def build_agents(
     load_sentence_model()  # the writer and verifier split sentences: load the model now, not in the first query
     passage_chars = settings.llm_passage_chars
     writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences,
-                                 passage_chars=passage_chars)
+                                 passage_chars=passage_chars, evidence_sentences=settings.llm_evidence_sentences)
     if client is not None and settings.writer_mode == "aggregate":
         writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences,
                                  passage_chars=passage_chars)
+    # VERIFIER=auto: a small model's judgement is not worth its call (the offline judge decides instead).
+    model = str(getattr(client.llm, "model", "") or split_spec(settings.llm)[1]) if client is not None else ""
+    judge = client if client is not None and llm_verifies(settings.verifier, model) else None
     return Agents(
         planner=QueryPlannerAgent(client if settings.planner == "llm" else None, subquery_max=settings.subquery_max,
                                   enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge,
@@ -173,7 +176,7 @@ def build_agents(
         searcher=searcher,
         reranker=reranker,
         writer=writer,
-        verifier=VerifierAgent(reranker, client, min_overlap=settings.verify_min_overlap,
+        verifier=VerifierAgent(reranker, judge, min_overlap=settings.verify_min_overlap,
                                min_score=settings.verify_min_score, passage_chars=passage_chars),
         resolver=ReferenceResolverAgent(client if settings.resolve_with_llm else None, passage_chars=passage_chars),
         hyde=HydeAgent(client) if client is not None and settings.subquery_hyde else None,

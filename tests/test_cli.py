@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from dagrag.cli import main
+from dagrag.testing.openai_server import ScriptedOpenAIServer, stalled
+
+from .test_llm_path import GOOD_PLAN, VERIFIER_REPLY, WRITER_REPLY
 
 QUESTION = "Were Scott Derrickson and Ed Wood of the same nationality?"
 
@@ -132,3 +136,20 @@ def test_a_location_names_the_file_and_its_line_or_page_and_nothing_for_a_record
     assert at(source="manual.pdf", page=3) == "manual.pdf p. 3"
     assert at(source="notes.jsonl") == "notes.jsonl"
     assert at(title="A paragraph") == ""
+
+
+def test_query_with_an_llm_prints_one_line_per_llm_call_when_it_is_done(sample_env, capsys, monkeypatch):
+    with ScriptedOpenAIServer({"planner": json.dumps(GOOD_PLAN), "verifier": VERIFIER_REPLY,
+                               "writer": [stalled(30, WRITER_REPLY), WRITER_REPLY]}) as server:
+        for name, value in {"DAGRAG_LLM": "openai-like:scripted-model", "DAGRAG_LLM_BASE_URL": server.base_url,
+                            "DAGRAG_LLM_TIMEOUT_S": "3", "DAGRAG_LLM_MAX_RETRIES": "1",
+                            "DAGRAG_LLM_RETRY_BACKOFF_S": "0.01"}.items():
+            monkeypatch.setenv(name, value)
+        assert main(["query", QUESTION]) == 0
+    printed = capsys.readouterr().err.splitlines()
+    # One line a call attempt once it is done, not one a progress tick; the progress of the run around them.
+    calls = [re.sub(r"\d+(\.\d+)?", "N", line) for line in printed if line.startswith("LLM ")]
+    assert calls == ["LLM planner: N tokens in N s", "LLM writer: attempt N failed after N s",
+                     "LLM writer: N tokens in N s", "LLM verifier: N tokens in N s"]
+    assert printed.index(next(line for line in printed if line.startswith("LLM planner"))) < printed.index(
+        "plan ready: 2 subqueries in 1 layer(s) (llm)")

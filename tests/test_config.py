@@ -59,3 +59,21 @@ def test_a_settings_error_is_one_line_that_names_the_variable_once(overrides, li
         Settings(**overrides)
     printed = settings_problems(raised.value)
     assert printed.startswith(line) and "\n" not in printed and printed.count("DAGRAG_") == 1
+
+
+@pytest.mark.parametrize(("model", "billions"), [
+    ("qwen2.5-coder-1.5b-instruct", 1.5), ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1.5), ("llama3.2:3b", 3.0),
+    ("Meta-Llama-3.1-70B-Instruct", 70.0), ("Qwen3-30B-A3B", 30.0), ("gpt-4o-mini", None), ("mixtral-8x7b", None),
+])
+def test_a_models_size_is_read_from_its_name(model, billions):
+    from dagrag.config import model_billions
+
+    assert model_billions(model) == billions
+
+
+def test_verifier_auto_leaves_a_small_models_judgement_to_the_offline_judge():
+    from dagrag.config import llm_verifies
+
+    assert not llm_verifies("auto", "qwen2.5-coder-1.5b-instruct")
+    assert llm_verifies("auto", "Meta-Llama-3.1-70B-Instruct") and llm_verifies("auto", "gpt-4o-mini")
+    assert llm_verifies("llm", "qwen2.5-coder-1.5b-instruct") and not llm_verifies("offline", "gpt-4o")

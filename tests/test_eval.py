@@ -200,6 +200,8 @@ def test_subq_runs_llamaindex_subquestion_engine_through_a_real_http_llm(tmp_pat
     assert row["system"] == "subq" and row["answer"] == "Both are American."
     # 1 question-generation call + 2 sub-answers + 1 final synthesis, each over HTTP.
     assert row["metrics"]["llm_calls"] == 4 and len(server.requests) == 4
+    # the prompts' tokens, as the server counted them, are reported apart from the replies'
+    assert 0 < row["metrics"]["llm_prompt_tokens"] < row["metrics"]["llm_tokens"]
     assert row["metrics"]["passages_per_question"] <= 4 and row["metrics"]["recall"] > 0
 
 

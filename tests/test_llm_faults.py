@@ -29,11 +29,13 @@ from dagrag.llm.client import (
 )
 from dagrag.stack import build_agents, build_llm, build_llm_client
 from dagrag.testing.openai_server import (
+    AGENT_MARKERS,
     CLOSED_MID_BODY,
     EMPTY_BODY,
     NOT_JSON,
     TRUNCATED_JSON,
     ScriptedOpenAIServer,
+    dagrag_llm,
     rate_limited,
     server_error,
     slow,
@@ -42,6 +44,7 @@ from dagrag.testing.openai_server import (
 from .test_llm_path import GOOD_PLAN, QUESTION, VERIFIER_REPLY, WRITER_REPLY
 
 AGENTS = ("planner", "writer", "verifier")
+PLANNER_SYSTEM = AGENT_MARKERS["planner"]
 HANG_GUARD_S = 120  # far above any test's expected time: only a hang can reach it
 
 
@@ -70,27 +73,33 @@ def run_query(server, make_workflow):
     return run
 
 
+# Each fault: the reason on record when the call streams (a workflow run's calls do: it listens to their progress),
+# and when it does not (a call outside a workflow).
 FAULTS = {
-    "timeout": (slow(30), "timed out after 1 s"),
-    "429": (rate_limited(0.05), "HTTP 429 (RateLimitError, Retry-After 0.05 s)"),
-    "500": (server_error(500), "HTTP 500 (InternalServerError)"),
-    "503": (server_error(503), "HTTP 503"),
-    "empty body": (EMPTY_BODY, "malformed reply body (JSONDecodeError"),
-    "truncated body": (TRUNCATED_JSON, "malformed reply body (JSONDecodeError: Unterminated string"),
-    "not json": (NOT_JSON, "malformed reply body (AttributeError"),
-    "closed mid-body": (CLOSED_MID_BODY, "APIConnectionError: Connection error. (RemoteProtocolError"),
+    "timeout": (slow(30), "timed out after 1 s", "timed out after 1 s"),
+    "429": (rate_limited(0.05), "HTTP 429 (RateLimitError, Retry-After 0.05 s)",
+            "HTTP 429 (RateLimitError, Retry-After 0.05 s)"),
+    "500": (server_error(500), "HTTP 500 (InternalServerError)", "HTTP 500 (InternalServerError)"),
+    "503": (server_error(503), "HTTP 503", "HTTP 503"),
+    "empty body": (EMPTY_BODY, "the reply stream ended before any chunk", "malformed reply body (JSONDecodeError"),
+    "truncated body": (TRUNCATED_JSON, "the reply stream stopped before its finish reason: cut short",
+                       "malformed reply body (JSONDecodeError: Unterminated string"),
+    "not json": (NOT_JSON, "the reply stream ended before any chunk", "malformed reply body (AttributeError"),
+    "closed mid-body": (CLOSED_MID_BODY, "RemoteProtocolError: peer closed connection without sending complete",
+                        "APIConnectionError: Connection error. (RemoteProtocolError"),
 }
 
 
 @pytest.mark.parametrize("fault", list(FAULTS), ids=list(FAULTS))
 async def test_each_fault_is_retried_then_every_agent_falls_back_and_says_why(server, run_query, fault):
-    reply, reason = FAULTS[fault]
+    reply, reason, _ = FAULTS[fault]
     for agent in AGENTS:
         server.script(agent, reply)
     result = await run_query(max_retries=2, timeout_s=1)  # room for a loaded machine to send each attempt
 
     # Bounded: 1 + LLM_MAX_RETRIES attempts per agent reached the server, and each one is on record.
     assert {agent: len(server.requests_of(agent)) for agent in AGENTS} == {a: 3 for a in AGENTS}
+    assert all(request["stream"] for request in server.requests)  # a workflow's calls stream their progress
     assert [(c.agent, c.attempt, c.ok) for c in result.llm_calls.calls] == [
         (agent, attempt, False) for agent in AGENTS for attempt in (1, 2, 3)]
     assert all(reason in c.error for c in result.llm_calls.calls)
@@ -103,6 +112,20 @@ async def test_each_fault_is_retried_then_every_agent_falls_back_and_says_why(se
     assert result.plan.origin.value == "fallback" and len(result.plan.subqueries) == 2
     assert result.answer and result.sources and result.verification.method == "lexical+cross-encoder"
     assert {s.metadata["title"] for s in result.sources} >= {"Scott Derrickson", "Ed Wood"}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS), ids=list(FAULTS))
+async def test_each_fault_of_a_call_that_does_not_stream_is_retried_and_recorded(server, fault):
+    reply, _, reason = FAULTS[fault]
+    server.script("planner", reply)
+    client = LLMClient(dagrag_llm(server), timeout_s=1, retry=RetryPolicy(max_retries=1, backoff_s=0.01))
+    ledger = RunLedger()  # no progress listener: the call does not stream
+    with pytest.raises(LLMCallError, match="2 attempts failed, the last: "):
+        await asyncio.wait_for(client.chat(system=PLANNER_SYSTEM, user=QUESTION, agent="planner", ledger=ledger),
+                               timeout=HANG_GUARD_S)
+    assert [request["stream"] for request in server.requests_of("planner")] == [False, False]
+    assert [(c.attempt, c.ok) for c in ledger.llm_calls] == [(1, False), (2, False)]
+    assert all(reason in c.error for c in ledger.llm_calls)
 
 
 async def test_a_call_that_succeeds_on_a_retry_is_used_and_every_attempt_is_recorded(server, run_query):

@@ -137,3 +137,16 @@ async def test_a_judge_reply_cut_short_keeps_its_verdicts_and_the_rest_are_judge
     assert [(d.agent, d.fallback) for d in result.degradations] == [
         ("verifier", "lexical/cross-encoder verifier for those")]
     assert "sentence(s) [2]" in result.degradations[0].reason
+
+
+async def test_a_small_models_answer_is_verified_offline_unless_verifier_llm(server, make_workflow):
+    server.script("planner", json.dumps(GOOD_PLAN))
+    small = dagrag_llm(server, llm="openai-like:tiny-1.5b-instruct")
+    result = await make_workflow(llm=small).run(query=QUESTION)
+    # (the offline judge may send an unsupported sentence back: then the writer is called again)
+    assert {c.agent for c in result.llm_calls.calls} == {"planner", "writer"} and not server.requests_of("verifier")
+    assert result.verification.method.startswith("lexical") and result.verification.sentences
+
+    server.script("planner", json.dumps(GOOD_PLAN))
+    result = await make_workflow(llm=small, verifier="llm").run(query=QUESTION)
+    assert result.verification.method == "llm" and len(server.requests_of("verifier")) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import socket
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,10 @@ import pytest
 from dagrag import QueryResult, Settings
 from dagrag.server import DagragService
 from dagrag.testing.live_server import LiveServer
+from dagrag.testing.openai_server import ScriptedOpenAIServer
+from dagrag.work_flows.progress import LLMProgress
+
+from .test_llm_path import GOOD_PLAN, VERIFIER_REPLY, WRITER_REPLY
 
 PIPE_FILE = Path(__file__).resolve().parent.parent / "integrations" / "open_webui" / "dagrag_pipe.py"
 KEY = "pipe-test-key-0123456789"
@@ -161,3 +166,32 @@ async def test_an_empty_question_is_answered_without_a_request():
     answer = await make_pipe("http://127.0.0.1:9").pipe({"messages": [{"role": "user", "content": "  "}]},
                                                         __event_emitter__=emitter)
     assert answer.startswith("Ask a question") and emitter.events == []
+
+
+def test_an_llm_calls_progress_is_a_status_line_until_it_is_done():
+    def line(**fields: Any) -> str | None:  # the event as the server sends it
+        return pipe_module.progress_line("LLMProgress", LLMProgress(**fields).model_dump(mode="json"))
+
+    assert line(agent="writer", tokens=120, seconds=14.2) == "writing the answer… 120 tokens, 14 s"
+    assert line(agent="planner", tokens=0, seconds=0.0) == "planning…"  # the call's start
+    assert line(agent="verifier", tokens=1, seconds=2.6, attempt=2) == "verifying… 1 token, 3 s (attempt 2)"
+    assert line(agent="resolver", tokens=30, seconds=1.0) == "resolver… 30 tokens, 1 s"
+    assert line(agent="writer", tokens=120, seconds=14.2, done=True) is None
+    assert line(agent="writer", tokens=3, seconds=1.0, done=True, ok=False) is None
+
+
+async def test_with_an_llm_each_calls_progress_reaches_open_webui_through_the_server(
+        sample_store_path: Path, embed_model, reranker):
+    with ScriptedOpenAIServer({"planner": json.dumps(GOOD_PLAN), "writer": WRITER_REPLY,
+                               "verifier": VERIFIER_REPLY}) as llm_server:
+        settings = Settings(qdrant_path=sample_store_path, collection="sample", api_key=KEY,
+                            llm="openai-like:scripted-model", llm_base_url=llm_server.base_url, llm_max_retries=0,
+                            llm_timeout_s=10)
+        service = DagragService.from_settings(settings, embed_model=embed_model, reranker=reranker)
+        with LiveServer(service) as live:
+            emitter = RecordingEmitter()
+            answer = await make_pipe(live.url, show_plan=False).pipe(chat(DERRICKSON), __event_emitter__=emitter)
+    assert answer == WRITER_REPLY
+    assert [line for line, _ in emitter.statuses()[:-1]] == [
+        "planning the searches…", "planning…", "plan: 2 subqueries in 1 layer", "searching s1, s2 …",
+        "writing the answer…", "verifying the answer against its sources…", "verifying…"]

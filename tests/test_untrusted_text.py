@@ -53,7 +53,9 @@ async def test_injected_text_reaches_the_llm_only_inside_a_fence_it_cannot_close
         server.script("writer", "Ed Wood was French [7]. Scott Derrickson is an American director [1].")
         server.script("verifier", fooled_judge)
         llm = build_llm(Settings(llm="openai-like:scripted", llm_base_url=server.base_url, llm_timeout_s=10))
-        workflow = QueryWorkflow.from_settings(poisoned_collection.model_copy(update={"context_budget": 3}), llm=llm,
+        # Whole passages (no excerpting): the most text an injection could bring into the prompt.
+        settings = poisoned_collection.model_copy(update={"context_budget": 3, "llm_evidence_sentences": 0})
+        workflow = QueryWorkflow.from_settings(settings, llm=llm,
                                                embed_model=embed_model, reranker=reranker)
         result = await asyncio.wait_for(workflow.run(query=QUESTION), timeout=120)
         prompts = {agent: server.requests_of(agent)[0]["messages"] for agent in ("writer", "verifier")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from dagrag.agents.writer import WriterAgent, in_context
+from dagrag.agents.writer import WriterAgent, excerpt, in_context
 from dagrag.core.plan import ExecutedPlan, PlanOrigin, SubQuery
 from dagrag.core.result import RunLedger, Source
 
@@ -39,3 +39,44 @@ def test_the_answering_sentence_is_quoted_though_it_names_its_page_only_as_its(r
     answer = asyncio.run(writer.awrite(QUESTION, one_search_plan(QUESTION), sources, RunLedger()))
     assert "Brenton County: Its county seat is Harrowgate. [1]" in answer.text
     assert "[2]" not in answer.text
+
+
+def test_an_excerpt_shows_each_picked_sentence_after_the_one_before_it_and_marks_gaps() -> None:
+    sentences = ["A.", "B.", "C.", "D.", "E."]
+    assert excerpt(sentences, {3}) == "… C. D. …"
+    assert excerpt(sentences, {0}) == "A. …"
+    assert excerpt(sentences, {1, 4}) == "A. B. … D. E."
+    assert excerpt(sentences, {2, 3}) == "… B. C. D. …"
+    assert excerpt(sentences, set()) == ""
+
+
+LONG_COUNTY_PAGE = ("Brenton County is a county in the state of Vellmark. Its winters are mild and wet. "
+                    "The Orvel river floods most springs. A harvest fair is held every September. "
+                    "Its county seat is Harrowgate. The courthouse there was built in 1901. "
+                    "Tourists come for the lakes in the north.")
+
+
+def test_the_llm_writer_reads_the_answering_sentences_not_the_whole_passage(reranker) -> None:
+    from dagrag import Settings
+    from dagrag.stack import build_llm_client
+    from dagrag.testing.openai_server import ScriptedOpenAIServer, dagrag_llm
+
+    sources = [source(1, "Brenton County", LONG_COUNTY_PAGE), source(2, "County seats of Vellmark", OTHER_PAGE)]
+    reply = "Answer: Harrowgate\nIts county seat is Harrowgate [1]."
+    with ScriptedOpenAIServer({"writer": [reply, reply]}) as server:
+        client = build_llm_client(Settings(), dagrag_llm(server))
+
+        async def write_both() -> None:
+            for sentences in (1, 0):
+                ledger = RunLedger()
+                writer = WriterAgent(reranker, client, evidence_sentences=sentences)
+                answer = await writer.awrite(QUESTION, one_search_plan(QUESTION), sources, ledger)
+                assert answer.concise == "Harrowgate" and not ledger.degradations
+
+        asyncio.run(write_both())
+        excerpted, whole = (r["messages"][-1]["content"] for r in server.requests_of("writer"))
+    # One sentence per source, after the sentence before it: the county seat, read after the fair.
+    assert "A harvest fair is held every September. Its county seat is Harrowgate. …" in excerpted
+    assert "winters" not in excerpted and "Tourists" not in excerpted
+    assert '<source id="2" title="County seats of Vellmark">' in excerpted
+    assert LONG_COUNTY_PAGE in whole and len(excerpted) < len(whole)

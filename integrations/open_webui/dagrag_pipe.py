@@ -35,6 +35,9 @@ STATUS_STYLES = {
 }
 
 
+LLM_ACTIVITY = {"planner": "planning…", "writer": "writing the answer…", "verifier": "verifying…"}
+
+
 class DagragUnavailable(Exception):
     """The server could not be asked (down, refused the key, refused the question): the message says which."""
 
@@ -153,6 +156,14 @@ def progress_line(name: str, data: dict[str, Any]) -> str | None:
         return f"searching {', '.join(data.get('subquery_ids') or [])} …"
     if name == "AnswerWritten":
         return "verifying the answer against its sources…"
+    if name == "LLMProgress" and not data.get("done"):  # a finished call: the next event says what came of it
+        agent = str(data.get("agent") or "the LLM")
+        tokens = int(data.get("tokens") or 0)
+        attempt = int(data.get("attempt") or 1)
+        line = LLM_ACTIVITY.get(agent, agent + "…")
+        if tokens:  # the call's start has none yet
+            line += f" {tokens} token{'' if tokens == 1 else 's'}, {float(data.get('seconds') or 0):.0f} s"
+        return line + (f" (attempt {attempt})" if attempt > 1 else "")
     return None
 
 

@@ -1,10 +1,11 @@
 """WriterAgent: an answer from the kept sources only, every sentence citing `[n]`.
 
 LLM version: the answer in a few words ("Answer: …"), then grounded sentences written from fenced
-sources. Offline twin (and fallback): extractive —
-the source sentences that best answer the question and each subquery, each read after its document's
-title ("Brenton County: Its county seat is ...") and scored by the cross-encoder in one batch, each quoted so
-and cited.
+sources — excerpts of them by default: each source's best sentences by the cross-encoder, each after the sentence
+before it (LLM_EVIDENCE_SENTENCES), so a small model on a CPU reads a fraction of the tokens.
+Offline twin (and fallback): extractive — the source sentences that best answer the question and each
+subquery, each read after its document's title ("Brenton County: Its county seat is ...") and scored by the
+cross-encoder in one batch, each quoted so and cited.
 """
 
 from __future__ import annotations
@@ -76,6 +77,30 @@ class _Candidate:
     in_context: str  # what is scored: the sentence after its document's title
 
 
+@dataclass(frozen=True)
+class _ScoredSentences:
+    """Every sentence of the kept sources, scored by the cross-encoder against the question, and for each
+    subquery the sentence of its best document that answers it and the question best."""
+
+    candidates: list[_Candidate]
+    question_score: list[float]
+    best_for: dict[str, tuple[float, int]]  # subquery id -> (score, candidate index)
+
+
+def excerpt(sentences: list[str], picked: set[int]) -> str:
+    """The picked sentences of a passage, each after the sentence before it (which often says what its "It" or
+    "The band" is), in the passage's order; a gap in the passage is shown as "…"."""
+    shown = sorted({p for p in picked if 0 <= p < len(sentences)} | {p - 1 for p in picked if 0 < p < len(sentences)})
+    parts: list[str] = []
+    for previous, position in zip([None, *shown], shown):
+        if position != (-1 if previous is None else previous) + 1:
+            parts.append("…")
+        parts.append(sentences[position])
+    if shown and shown[-1] < len(sentences) - 1:
+        parts.append("…")
+    return " ".join(parts)
+
+
 class WriterAgent:
     def __init__(
         self,
@@ -84,11 +109,14 @@ class WriterAgent:
         *,
         max_sentences: int = 4,
         passage_chars: int | None = None,
+        evidence_sentences: int = 0,
     ) -> None:
         self.reranker = reranker
         self.client = client
         self.max_sentences = max_sentences
         self.passage_chars = passage_chars  # each source shown to the LLM is cut to this many characters
+        # The LLM reads, of each source, this many best-scoring sentences (each after its neighbour); 0: all of it.
+        self.evidence_sentences = evidence_sentences
 
     async def awrite(self, question: str, plan: ExecutedPlan, sources: list[Source],
                      ledger: RunLedger) -> WrittenAnswer:
@@ -96,10 +124,11 @@ class WriterAgent:
             return WrittenAnswer(text=NO_EVIDENCE_ANSWER)
         if self.client is not None:
             try:
+                shown = await self._shown_to_llm(question, plan, sources, ledger)
                 reply = await self.client.chat(
                     system=WRITER_SYSTEM.format(source_count=len(sources), max_sentences=self.max_sentences),
                     user=WRITER_USER.format(question=question,
-                                            sources=fence_sources(sources, max_chars=self.passage_chars)),
+                                            sources=fence_sources(shown, max_chars=self.passage_chars)),
                     agent="writer", ledger=ledger, max_tokens=WRITER_MAX_TOKENS,
                 )
                 concise, text = split_concise_answer(reply)
@@ -107,7 +136,7 @@ class WriterAgent:
             except Exception as error:
                 ledger.degrade("writer", describe_error(error), "extractive writer")
         try:
-            return WrittenAnswer(text=await self._extractive(question, plan, sources))
+            return WrittenAnswer(text=self._extractive(plan, await self._score(question, plan, sources)))
         except Exception as error:  # the cross-encoder that scores sentences failed
             ledger.degrade("writer", f"extractive writer failed: {type(error).__name__}: {str(error)[:300]}",
                            "lead sentence of each source")
@@ -121,7 +150,37 @@ class WriterAgent:
                  if (sentences := quoted_sentences(source.text))]
         return " ".join(cited[: self.max_sentences]) or NO_EVIDENCE_ANSWER
 
-    async def _extractive(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> str:
+    async def _shown_to_llm(self, question: str, plan: ExecutedPlan, sources: list[Source],
+                            ledger: RunLedger) -> list[Source]:
+        """The sources as the LLM reads them: excerpts of their best sentences (EVIDENCE_SENTENCES), or whole.
+
+        A small model reads every prompt token on a CPU: the sentences that answer are what it needs, and the
+        cross-encoder has scored them anyway (the extractive writer and the abstain check read the same pairs)."""
+        if self.evidence_sentences <= 0:
+            return sources
+        try:
+            scored = await self._score(question, plan, sources)
+        except Exception as error:
+            ledger.degrade("writer", f"sentence scoring failed: {type(error).__name__}: {str(error)[:300]}",
+                           "whole passages for the LLM")
+            return sources
+        picked: dict[int, set[int]] = {}
+        for _, index in scored.best_for.values():  # each subquery's answering sentence, first
+            candidate = scored.candidates[index]
+            picked.setdefault(candidate.source_number, set()).add(candidate.position)
+        for index in sorted(range(len(scored.candidates)), key=lambda i: scored.question_score[i], reverse=True):
+            candidate = scored.candidates[index]
+            chosen = picked.setdefault(candidate.source_number, set())
+            if len(chosen) < self.evidence_sentences:
+                chosen.add(candidate.position)
+        shown = []
+        for n, source in enumerate(sources, start=1):
+            sentences = quoted_sentences(source.text)
+            text = excerpt(sentences, picked.get(n, set())) if sentences else source.text
+            shown.append(source.model_copy(update={"text": text or source.text}))
+        return shown
+
+    async def _score(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> _ScoredSentences:
         candidates = [
             _Candidate(n, position, sentence, in_context(sentence, str(source.metadata.get("title") or "")))
             for n, source in enumerate(sources, start=1)
@@ -148,7 +207,10 @@ class WriterAgent:
             combined = (score + question_score[index]) / 2
             if combined > best_for.get(sq_id, (-1.0, -1))[0]:
                 best_for[sq_id] = (combined, index)
+        return _ScoredSentences(candidates, question_score, best_for)
 
+    def _extractive(self, plan: ExecutedPlan, scored: _ScoredSentences) -> str:
+        candidates, question_score, best_for = scored.candidates, scored.question_score, scored.best_for
         chosen: list[int] = []
         for sq in plan.subqueries:  # one sentence per subquery first: the evidence for each hop
             if sq.id in best_for and best_for[sq.id][1] not in chosen:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .diagram import DagNode, plan_mermaid
 from .plan import ExecutedPlan
@@ -33,14 +37,60 @@ class Degradation(BaseModel):
     fallback: str
 
 
+@dataclass(frozen=True)
+class LLMCallProgress:
+    """How far one attempt at an LLM call has got: at its start, every ~0.5 s while it streams, and when done."""
+
+    agent: str
+    tokens: int  # received so far: streamed chunks, or the server's completion tokens once done
+    seconds: float  # since the attempt started
+    done: bool = False
+    ok: bool = True  # False: this attempt failed (done is then True as well)
+    attempt: int = 1
+
+
+ProgressListener = Callable[[LLMCallProgress], None]
+logger = logging.getLogger("dagrag.ledger")
+
+
 class RunLedger(BaseModel):
-    """Per-run accounting that agents append to (one ledger per run: runs never share one)."""
+    """Per-run accounting that agents append to (one ledger per run: runs never share one).
+
+    A progress listener (`listen`, `listening`) is told how each LLM call advances; while one is attached the
+    LLM client streams its calls. The listener is not part of the record: it is not serialised."""
 
     llm_calls: list[LLMCallRecord] = Field(default_factory=list)
     degradations: list[Degradation] = Field(default_factory=list)
+    _listener: ProgressListener | None = PrivateAttr(default=None)
 
     def degrade(self, agent: str, reason: str, fallback: str) -> None:
         self.degradations.append(Degradation(agent=agent, reason=reason, fallback=fallback))
+
+    def listen(self, listener: ProgressListener | None) -> None:
+        """Attach the progress listener (None detaches it)."""
+        self._listener = listener
+
+    @contextmanager
+    def listening(self, listener: ProgressListener) -> Iterator[None]:
+        """`listener` hears the LLM calls made inside the block; the one before it is back afterwards."""
+        previous, self._listener = self._listener, listener
+        try:
+            yield
+        finally:
+            self._listener = previous
+
+    @property
+    def has_listener(self) -> bool:
+        return self._listener is not None
+
+    def report(self, progress: LLMCallProgress) -> None:
+        """Tell the listener, if any; a failing listener is logged, never fails the call it hears about."""
+        if self._listener is None:
+            return
+        try:
+            self._listener(progress)
+        except Exception:
+            logger.exception("the LLM progress listener failed")
 
 
 class Source(BaseModel):

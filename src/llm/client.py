@@ -6,6 +6,14 @@ with a short exponential backoff that honours the server's Retry-After; a client
 401 is not. When every attempt has failed, `chat` raises `LLMCallError` and the calling agent hands the
 job to its offline twin.
 
+While the run's ledger has a progress listener (a workflow run attaches one), each attempt streams the reply
+and tells the listener how far it has got: at its start, at most every PROGRESS_EVERY_S as chunks arrive, and
+when it is done. The timeout bounds the whole stream; an OpenAI(-like) server is asked for the usage in the
+stream (`stream_options.include_usage`), else the chunks count as completion tokens. A stream that stops
+before its finish reason was cut short and counts as a failed attempt. Without a listener a call does not
+stream; an LLM class that cannot stream (NotImplementedError) or a server whose 400/422 refusal names streaming
+(before the first chunk) is asked once more without streaming.
+
 `stack.build_llm_client` builds one client from Settings and hands it to every LLM agent. Retries happen
 here, once: the LLM that `stack.build_llm` makes has its own client's retries turned off, so no attempt
 goes unrecorded. A caller's LLM object is wrapped, never changed.
@@ -27,9 +35,10 @@ from llama_index.core.llms import LLM
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from ..core.replies import extract_json_object
-from ..core.result import LLMCallRecord, RunLedger
+from ..core.result import LLMCallProgress, LLMCallRecord, RunLedger
 
 MAX_RETRY_WAIT_S = 10.0  # longest pause between attempts; a longer Retry-After means: give up now
+PROGRESS_EVERY_S = 0.5  # a streamed call tells the ledger's listener how far it has got at most this often
 
 
 class LLMReplyError(RuntimeError):
@@ -92,6 +101,45 @@ def _request_kwargs(llm: LLM, response_format: ResponseFormat, schema: ReplySche
     elif json_reply and response_format != "none":
         kwargs["response_format"] = {"type": "json_object"}
     return kwargs
+
+
+def _stream_kwargs(llm: LLM) -> dict[str, Any]:
+    """What a streamed call asks for besides: the usage, from the OpenAI client (llama-index does not ask)."""
+    from llama_index.llms.openai import OpenAI
+
+    return {"stream_options": {"include_usage": True}} if isinstance(llm, OpenAI) else {}
+
+
+@dataclass
+class _Streamed:
+    """What one streamed attempt has received so far."""
+
+    deltas: str = ""
+    content: str = ""  # the last chunk's message: the whole text so far (MockLLM's lags a chunk behind)
+    received: int = 0  # chunks
+    chunks: int = 0  # chunks that carried text or reasoning (a thinking model's first tokens are reasoning)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    choice_chunks: bool = False  # an OpenAI stream: its last choice chunk carries a finish reason
+    finished: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.deltas if len(self.deltas) >= len(self.content) else self.content
+
+    def add(self, chunk: Any) -> None:
+        self.received += 1
+        if chunk.delta or (chunk.additional_kwargs or {}).get("thinking_delta"):
+            self.chunks += 1
+        self.deltas += chunk.delta or ""
+        self.content = chunk.message.content or self.content
+        prompt_tokens, completion_tokens = _usage(chunk.raw)
+        if prompt_tokens is not None or completion_tokens is not None:  # the usage chunk: the last one
+            self.prompt_tokens, self.completion_tokens = prompt_tokens, completion_tokens
+        choices = getattr(chunk.raw, "choices", None)
+        if isinstance(choices, list) and choices:
+            self.choice_chunks = True
+            self.finished = self.finished or getattr(choices[0], "finish_reason", None) is not None
 
 
 def _usage(raw: Any) -> tuple[int | None, int | None]:
@@ -178,20 +226,42 @@ class LLMClient:
             nonlocal attempts
             attempts += 1
             started = time.perf_counter()
+            streamed = _Streamed() if ledger.has_listener else None
+
+            def progress(*, done: bool = False, ok: bool = True) -> LLMCallProgress:
+                assert streamed is not None
+                tokens = streamed.completion_tokens if done and streamed.completion_tokens is not None \
+                    else streamed.chunks
+                return LLMCallProgress(agent=agent, tokens=tokens, seconds=time.perf_counter() - started,
+                                       done=done, ok=ok, attempt=attempts)
+
             try:
-                response = await asyncio.wait_for(self.llm.achat(messages, **kwargs), timeout=self.timeout_s)
-                text = (response.message.content or "").strip()
+                if streamed is None:
+                    response = await asyncio.wait_for(self.llm.achat(messages, **kwargs), timeout=self.timeout_s)
+                    text = (response.message.content or "").strip()
+                    prompt_tokens, completion_tokens = _usage(response.raw)
+                else:
+                    ledger.report(progress())
+                    await asyncio.wait_for(self._stream(messages, kwargs, streamed, ledger, progress),
+                                           timeout=self.timeout_s)
+                    text = streamed.text.strip()
+                    prompt_tokens, completion_tokens = streamed.prompt_tokens, streamed.completion_tokens
+                    if completion_tokens is None and streamed.chunks:
+                        completion_tokens = streamed.chunks  # no usage came: a chunk is about a token
                 if not text:
                     raise LLMReplyError("the LLM returned an empty reply")
             except Exception as error:
                 ledger.llm_calls.append(LLMCallRecord(
                     agent=agent, ok=False, seconds=time.perf_counter() - started, attempt=attempts,
                     error=describe_error(error, timeout_s=self.timeout_s)[:500]))
+                if streamed is not None:
+                    ledger.report(progress(done=True, ok=False))
                 raise
-            prompt_tokens, completion_tokens = _usage(response.raw)
             ledger.llm_calls.append(LLMCallRecord(
                 agent=agent, ok=True, seconds=time.perf_counter() - started, attempt=attempts,
                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens))
+            if streamed is not None:
+                ledger.report(progress(done=True))
             return text
 
         policy = self.retry
@@ -207,6 +277,38 @@ class LLMClient:
             return await retrying(attempt)
         except Exception as error:
             raise LLMCallError(agent, attempts, error, timeout_s=self.timeout_s) from error
+
+    async def _stream(self, messages: list[ChatMessage], kwargs: dict[str, Any], streamed: _Streamed,
+                      ledger: RunLedger, progress: Callable[[], LLMCallProgress]) -> None:
+        """One attempt as a stream, into `streamed`; the listener hears of it at most every PROGRESS_EVERY_S."""
+        try:
+            stream = await self.llm.astream_chat(messages, **kwargs, **_stream_kwargs(self.llm))
+            told = time.perf_counter()
+            try:
+                async for chunk in stream:
+                    streamed.add(chunk)
+                    if time.perf_counter() - told >= PROGRESS_EVERY_S:
+                        ledger.report(progress())
+                        told = time.perf_counter()
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()  # a timeout or a bad chunk: let go of the connection now
+        except Exception as error:
+            # An LLM class that cannot stream, or a server whose 400/422 names streaming (an older server and
+            # `stream_options`), before any chunk came: the same request once more, not streamed. Any other
+            # client error stands: it is not retried.
+            refused = getattr(error, "status_code", None) in (400, 422) and "stream" in str(error).lower()
+            if streamed.received or not (isinstance(error, NotImplementedError) or refused):
+                raise
+            response = await self.llm.achat(messages, **kwargs)
+            streamed.content = response.message.content or ""
+            streamed.prompt_tokens, streamed.completion_tokens = _usage(response.raw)
+            return
+        if not streamed.received:
+            raise LLMReplyError("the reply stream ended before any chunk (empty, or not an event stream)")
+        if streamed.choice_chunks and not streamed.finished:
+            raise LLMReplyError("the reply stream stopped before its finish reason: cut short")
 
     async def ask_json(self, *, system: str, user: str, agent: str, ledger: RunLedger,
                        schema: ReplySchema | None = None, max_tokens: int | None = None) -> dict[str, Any]:
@@ -245,5 +347,6 @@ def describe_error(error: BaseException, *, timeout_s: float | None = None) -> s
     if isinstance(error, (json.JSONDecodeError, AttributeError, TypeError, KeyError)):
         return f"malformed reply body ({name}: {str(error)[:200]})"
     cause = error.__cause__ or error.__context__
-    detail = f" ({type(cause).__name__}: {str(cause)[:200]})" if cause is not None and str(cause) else ""
+    detail = (f" ({type(cause).__name__}: {str(cause)[:200]})"
+              if cause is not None and str(cause) and str(cause) != str(error) else "")
     return f"{name}: {str(error)[:300]}{detail}"

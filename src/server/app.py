@@ -44,7 +44,7 @@ from ..core.errors import (
 from ..core.inputs import check_history, check_question
 from ..core.result import QueryResult, Source, SubqueryReport
 from ..work_flows.events import LayerStarted, SubqueryDone, VerificationDone
-from ..work_flows.progress import AnswerWritten, HopAdded, LayerDone, PlanChosen
+from ..work_flows.progress import AnswerWritten, HopAdded, LayerDone, LLMProgress, PlanChosen
 from .metrics import CONTENT_TYPE
 from .middleware import WORKFLOW_NAME, ServerMiddleware, request_info
 from .openapi import openapi_document
@@ -54,7 +54,8 @@ from .service import DagragService, RunSlotsBusy, missing_collection
 
 logger = logging.getLogger("dagrag.server")
 
-PROGRESS_EVENTS = (PlanChosen, LayerStarted, SubqueryDone, LayerDone, HopAdded, AnswerWritten, VerificationDone)
+PROGRESS_EVENTS = (PlanChosen, LayerStarted, SubqueryDone, LayerDone, HopAdded, AnswerWritten, VerificationDone,
+                   LLMProgress)
 Handler = Callable[[Request], Awaitable[Response]]
 
 

@@ -6,12 +6,14 @@ to an agent (`agent_of`): dagrag's agents by the first words of their system pro
 LLM-judge reranker, LlamaIndex SubQuestionQueryEngine's question generator, else "unknown". Replies are
 scripted per agent (`ScriptedOpenAIServer.script`): a string, a `ToolCall` (a function-calling model's reply that
 calls a tool, for LlamaIndex agents), a function of the request body returning either, `(status, text)` for an
-error reply, or a `Fault` (a reply that comes too late, 429 with Retry-After, a 5xx, an empty or
-truncated body, a body that is not JSON, a connection closed half-way through the body). The agent "*" answers
-for any agent without a script of its own; an agent without either gets HTTP 500. `simulated_replies` gives
-every agent a plausible default reply. A request with `"stream": true` gets the same reply as server-sent chunks,
-as OpenAI streams. Every request is recorded; `GET /stats` returns the calls and prompt
-characters per agent, `POST /reset` forgets the requests (the scripts stay).
+error reply, or a `Fault` (a reply that comes too late, a stream that stalls after its first chunk, 429 with
+Retry-After, a 5xx, an empty or truncated body, a body that is not JSON, a connection closed half-way through
+the body). The agent "*" answers for any agent without a script of its own; an agent without either gets HTTP
+500. `simulated_replies` gives every agent a plausible default reply. A request with `"stream": true` gets the
+same reply as server-sent chunks, as OpenAI streams: a word a chunk, a chunk with the finish reason and, when
+the request asks for it (`stream_options.include_usage`), a last chunk with the usage (a truncated stream
+stops half-way through its chunks, before the finish reason). Every request is recorded; `GET /stats` returns
+the calls and prompt characters per agent, `POST /reset` forgets the requests (the scripts stay).
 
 In a thread of the caller's process:
 
@@ -64,29 +66,37 @@ AGENT_MARKERS = {  # dagrag's agents: the first words of each one's system promp
 JUDGE_SYSTEM = "You rate how relevant each passage is to the query."  # an LLM-judge reranker's system prompt
 SUBQ_QUESTIONS_MARKER = "Given a user question, and a list of tools"  # in SubQuestionQueryEngine's generator prompt
 ANY_AGENT = "*"
+EVENT_STREAM = "text/event-stream"
 
 
 @dataclass(frozen=True)
 class Fault:
     """A reply that goes wrong on the wire."""
 
-    kind: Literal["slow", "status", "empty", "truncated", "not_json", "close_mid_body"]
+    kind: Literal["slow", "stall", "status", "empty", "truncated", "not_json", "close_mid_body"]
     status: int = 500
-    seconds: float = 0.0  # "slow": how long the server waits before answering
+    seconds: float = 0.0  # "slow", "stall": how long the server waits
     headers: dict[str, str] = field(default_factory=dict)
-    then: str = "{}"  # "slow": what it finally answers
+    then: str = "{}"  # "slow", "stall": what it finally answers
+    message: str = ""  # "status": the error's message ("scripted <status>" when empty)
 
 
 def slow(seconds: float, then: str = "{}") -> Fault:
     return Fault("slow", seconds=seconds, then=then)
 
 
+def stalled(seconds: float, then: str = "{}") -> Fault:
+    """A stream that sends its first chunk, then nothing for `seconds` (a model that stops producing); a request
+    that does not stream gets `slow(seconds, then)`."""
+    return Fault("stall", seconds=seconds, then=then)
+
+
 def rate_limited(retry_after_s: float) -> Fault:
     return Fault("status", status=429, headers={"Retry-After": f"{retry_after_s:g}"})
 
 
-def server_error(status: int = 500) -> Fault:
-    return Fault("status", status=status)
+def server_error(status: int = 500, message: str = "") -> Fault:
+    return Fault("status", status=status, message=message)
 
 
 EMPTY_BODY, TRUNCATED_JSON, NOT_JSON, CLOSED_MID_BODY = (
@@ -153,6 +163,12 @@ def simulated_replies(question: str = "", subqueries: Sequence[str] = ()) -> dic
 
 def _tokens(text: str) -> int:
     return -(-len(text) // 4)  # about 4 characters a token, as OpenAI's tokenizers on English
+
+
+def _usage(request: dict[str, Any], completion_tokens: int) -> dict[str, int]:
+    prompt_tokens = sum(_tokens(str(m.get("content", ""))) for m in request.get("messages", []))
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
 
 
 class ScriptedOpenAIServer:
@@ -227,14 +243,12 @@ class ScriptedOpenAIServer:
             return queue.popleft() if len(queue) > 1 else queue[0]
 
     def _completion(self, request: dict[str, Any], content: Content) -> dict[str, Any]:
-        prompt_tokens = sum(_tokens(str(m.get("content", ""))) for m in request.get("messages", []))
         message, finish_reason, completion_tokens = self._message(content)
         return {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion",
             "created": int(time.time()), "model": request.get("model", "scripted"),
             "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "usage": _usage(request, completion_tokens),
         }
 
     def _message(self, content: Content) -> tuple[dict[str, Any], str, int]:
@@ -246,17 +260,23 @@ class ScriptedOpenAIServer:
             return {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls", _tokens(arguments)
         return {"role": "assistant", "content": content}, "stop", _tokens(content)
 
-    def _stream_chunks(self, request: dict[str, Any], content: Content) -> bytes:
-        """The reply as OpenAI streams it: a chunk with the whole delta, one with the finish reason, then [DONE]."""
-        message, finish_reason, _ = self._message(content)
-        delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
+    def _stream_events(self, request: dict[str, Any], content: Content) -> list[bytes]:
+        """The reply as OpenAI streams it, one server-sent event an item: the text a word a chunk (tool calls in one
+        chunk), a chunk with the finish reason, a usage chunk when the request asks for one, then [DONE]."""
+        message, finish_reason, completion_tokens = self._message(content)
         if "tool_calls" in message:
-            delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+            deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None, "tool_calls": [
+                {"index": i, **call} for i, call in enumerate(message["tool_calls"])]}]
+        else:
+            words = re.findall(r"\S+\s*|\s+", message["content"]) or [""]
+            deltas = [{"role": "assistant", "content": words[0]}, *({"content": word} for word in words[1:])]
         base = {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion.chunk",
                 "created": int(time.time()), "model": request.get("model", "scripted")}
-        chunks = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        chunks = [*({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas),
                   {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish_reason}]}]
-        return "".join([*(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks), "data: [DONE]\n\n"]).encode()
+        if (request.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": _usage(request, completion_tokens)})
+        return [*(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks), b"data: [DONE]\n\n"]
 
 
 def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -289,39 +309,68 @@ def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                     status, text = reply
                     self._send(status, {"error": {"message": text, "type": "server_error"}})
                 else:
-                    content = reply(body) if callable(reply) else reply
-                    if body.get("stream"):
-                        self._send_raw(200, server._stream_chunks(body, content), content_type="text/event-stream")
-                    else:
-                        self._send(200, server._completion(body, content))
+                    self._answer(body, reply(body) if callable(reply) else reply)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client gave up first (its timeout): that is the point of "slow"
 
+        def _answer(self, body: dict[str, Any], content: Content) -> None:
+            if body.get("stream"):
+                self._send_raw(200, b"".join(server._stream_events(body, content)), content_type=EVENT_STREAM)
+            else:
+                self._send(200, server._completion(body, content))
+
         def _fault(self, fault: Fault, body: dict[str, Any]) -> None:
-            if fault.kind == "slow":
+            if fault.kind == "stall" and body.get("stream"):
+                events = server._stream_events(body, fault.then)
+                self._send_in_parts(b"".join(events[:1]), b"".join(events[1:]), pause_s=fault.seconds)
+            elif fault.kind in ("slow", "stall"):
                 if server._stopping.wait(fault.seconds):
                     self.close_connection = True  # shutting down: no reply
                 else:
-                    self._send(200, server._completion(body, fault.then))
+                    self._answer(body, fault.then)
             elif fault.kind == "status":
-                self._send(fault.status, {"error": {"message": f"scripted {fault.status}", "type": "error"}},
+                self._send(fault.status, {"error": {"message": fault.message or f"scripted {fault.status}",
+                                                      "type": "error"}},
                            fault.headers)
             elif fault.kind == "empty":
                 self._send_raw(200, b"")
             elif fault.kind == "not_json":
                 self._send_raw(200, b"<html>Bad gateway, try later</html>", content_type="text/plain")
+            elif body.get("stream"):
+                events = server._stream_events(body, '{"query": "cut short"}')
+                if fault.kind == "truncated":  # a complete HTTP reply whose stream stops before its finish reason
+                    self._send_raw(200, b"".join(events[: len(events) // 2]), content_type=EVENT_STREAM)
+                else:
+                    self._close_mid_body(b"".join(events), EVENT_STREAM)
             else:
                 data = json.dumps(server._completion(body, '{"query": "cut short"}')).encode()
                 if fault.kind == "truncated":  # a complete HTTP reply whose JSON stops half-way
                     self._send_raw(200, data[: len(data) // 2])
-                else:  # the connection drops half-way through the announced body
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data[: len(data) // 2])
-                    self.wfile.flush()
-                    self.close_connection = True
+                else:
+                    self._close_mid_body(data, "application/json")
+
+        def _close_mid_body(self, data: bytes, content_type: str) -> None:
+            """The connection drops half-way through the announced body."""
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+
+        def _send_in_parts(self, first: bytes, rest: bytes, *, pause_s: float) -> None:
+            """`first` at once, `rest` after `pause_s` (nothing more when the server stops meanwhile)."""
+            self.send_response(200)
+            self.send_header("Content-Type", EVENT_STREAM)
+            self.send_header("Content-Length", str(len(first) + len(rest)))
+            self.end_headers()
+            self.wfile.write(first)
+            self.wfile.flush()
+            if server._stopping.wait(pause_s):
+                self.close_connection = True
+                return
+            self.wfile.write(rest)
 
         def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             self._send_raw(status, json.dumps(payload).encode(), headers=headers)

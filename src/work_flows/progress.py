@@ -3,9 +3,12 @@
 The events that drive the workflow (events.py) carry the whole `QueryRun` (deadlines on the process's
 perf_counter clock, every candidate node); a client watching a run (`handler.stream_events()`, the
 WorkflowServer's `/events/{handler_id}`, `dagrag serve`'s SSE) gets these summaries instead. Streamed
-in order: PlanChosen, then per layer LayerStarted, SubqueryDone…, LayerDone (again for critic retries),
-HopAdded before a layer an offline bridge chain grew (deeper_hops.py), then AnswerWritten and
-VerificationDone (again after a backtrack). The full record is the QueryResult.
+in order: LLMProgress… of the planner's call, PlanChosen, then per layer LayerStarted (LLMProgress… of the
+resolver's and HyDE's calls), SubqueryDone…, LayerDone (again for critic retries), HopAdded before a layer an
+offline bridge chain grew (deeper_hops.py), then LLMProgress… of the writer's calls, AnswerWritten,
+LLMProgress… of the verifier's call and VerificationDone (again after a backtrack). Each LLM call's attempt
+streams LLMProgress at its start, about every 0.5 s while its reply arrives, and once done. The full record is
+the QueryResult.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 from workflows.events import Event
 
-from ..core.result import Source
+from ..core.result import LLMCallProgress, Source
 from ..core.sources import source_title
 from .run import QueryRun
 
@@ -41,6 +44,23 @@ class PlanChosen(Event):
                    subqueries=[PlannedSubquery(id=sq.id, text=sq.text, parents=list(sq.parents))
                                for sq in plan.subqueries],
                    layers=[list(layer) for layer in plan.layers])
+
+
+class LLMProgress(Event):
+    """How far one attempt at an LLM call has got: at its start, about every 0.5 s while the reply streams in,
+    and once done (then `tokens` is the server's count of completion tokens, when it gave one)."""
+
+    agent: str = Field(description="planner, writer, verifier, resolver, hyde, subanswer or aggregator.")
+    tokens: int = Field(description="Tokens received so far (streamed chunks).")
+    seconds: float = Field(description="Since the attempt started.")
+    done: bool = False
+    ok: bool = Field(True, description="False: this attempt failed (it may be retried).")
+    attempt: int = Field(1, description="1 for the first try of a call, 2 for its first retry, ...")
+
+    @classmethod
+    def of(cls, progress: LLMCallProgress) -> LLMProgress:
+        return cls(agent=progress.agent, tokens=progress.tokens, seconds=round(progress.seconds, 2),
+                   done=progress.done, ok=progress.ok, attempt=progress.attempt)
 
 
 class HopAdded(Event):

@@ -9,7 +9,8 @@
                      \\--judge--> AnswerDrafted (no kept passage answers: the answer abstains) --verify--> StopEvent
 
 Streamed for progress (small summaries, progress.py): PlanChosen, LayerStarted, SubqueryDone, LayerDone,
-HopAdded (a deeper bridge hop joined the plan), AnswerWritten, VerificationDone.
+HopAdded (a deeper bridge hop joined the plan), AnswerWritten, VerificationDone, and LLMProgress from each
+step that calls an LLM (the step attaches a listener to the run's ledger for its calls, so they stream).
 Every layer's subqueries are searched as one batch and reranked as one batch; per-run state travels in
 the events (`QueryRun`), so one workflow instance serves many concurrent runs. The decisions (what to
 search, how much to keep, what to retry, what to report) are pure functions in policy.py, variants.py and
@@ -31,7 +32,7 @@ from ..config import Settings
 from ..core.inputs import check_history, check_question
 from ..core.names import KnownNames
 from ..core.plan import ExecutedPlan, SubQuery, parent_references
-from ..core.result import RunLedger, Source, Verification, WrittenAnswer
+from ..core.result import ProgressListener, RunLedger, Source, Verification, WrittenAnswer
 from ..core.roles import (
     NameSource,
     PassageWriter,
@@ -74,7 +75,7 @@ from .policy import (
     path_of,
     pool_size,
 )
-from .progress import AnswerWritten, HopAdded, LayerDone, PlanChosen
+from .progress import AnswerWritten, HopAdded, LayerDone, LLMProgress, PlanChosen
 from .report import build_result, record_search, record_skipped_hop
 from .run import QueryRun, before_deadline
 from .variants import PooledCandidate, Variant, merge_scores, pool_candidates, subquery_searches, unscored
@@ -92,6 +93,12 @@ if TYPE_CHECKING:
 BACKSTOP_GRACE_S = 30.0
 
 SearchResults = dict[str, list[SearchHits | BaseException]]
+
+
+def llm_progress(ctx: Context) -> ProgressListener:
+    """Streams the progress of the LLM calls a step makes, through that step's own context (a step's context
+    serves only that step: its stream writes are finished before the step's result moves on)."""
+    return lambda progress: ctx.write_event_to_stream(LLMProgress.of(progress))
 
 
 class QueryWorkflow(Workflow):
@@ -162,7 +169,8 @@ class QueryWorkflow(Workflow):
         history = check_history(ev.history, self.settings.max_question_chars)
         deadline = started + self.settings.query_timeout_s
         ledger = RunLedger()
-        plan = await before_deadline(deadline, self.planner.aplan(question, history, ledger, given=ev.plan))
+        with ledger.listening(llm_progress(ctx)):
+            plan = await before_deadline(deadline, self.planner.aplan(question, history, ledger, given=ev.plan))
         if plan is None:
             ledger.degrade("planner", "query deadline passed", "rule-based planner")
             plan = self.planner.fallback_plan(question, history, "the query deadline passed while planning")
@@ -223,8 +231,9 @@ class QueryWorkflow(Workflow):
     async def write(self, ctx: Context, ev: EvidenceJudged) -> AnswerDrafted:
         started = time.perf_counter()
         run = ev.run
-        answer = await before_deadline(run.deadline, self.writer.awrite(run.plan.query, run.plan, ev.sources,
-                                                                        run.ledger))
+        with run.ledger.listening(llm_progress(ctx)):
+            answer = await before_deadline(run.deadline, self.writer.awrite(run.plan.query, run.plan, ev.sources,
+                                                                            run.ledger))
         if answer is None:
             run.record_partial("writing")
             answer = WrittenAnswer(text=self.writer.lead_sentences(ev.sources))
@@ -241,8 +250,9 @@ class QueryWorkflow(Workflow):
             return StopEvent(result=build_result(self.policy, run, ev.answer, ev.sources,
                                                  Verification(method="none: the answer abstained")))
         started = time.perf_counter()
-        verification = await before_deadline(run.deadline,
-                                             self.verifier.averify(ev.answer.text, ev.sources, run.ledger))
+        with run.ledger.listening(llm_progress(ctx)):
+            verification = await before_deadline(run.deadline,
+                                                 self.verifier.averify(ev.answer.text, ev.sources, run.ledger))
         if verification is None:
             run.record_partial("verification")
             verification = Verification(method="skipped: query deadline passed")
@@ -345,7 +355,8 @@ class QueryWorkflow(Workflow):
         ctx.write_event_to_stream(LayerStarted(layer_index=layer_index, subquery_ids=[sq.id for sq in subqueries]))
         started = time.perf_counter()
         if not retry:
-            await self._prepare_layer(run, subqueries)
+            with run.ledger.listening(llm_progress(ctx)):
+                await self._prepare_layer(run, subqueries)
         results = await self._search_and_rerank(run, subqueries, layer_index)
         run.add_time(f"layer_{layer_index}_s", time.perf_counter() - started)
         for sq in subqueries:
