@@ -281,10 +281,8 @@ async def bench_network(cfg: BenchConfig, server: OpenAIServerProcess) -> dict[s
     from dagrag.ingest import read_nodes
 
     embed = NetworkEmbedding(delay=0.0)
-    # What is timed is the search layers: no abstain check, and the writer's prompt is not cut to excerpts
-    # (scoring its sentences would ask the LLM judge, which stands in for the reranker here).
-    settings = Settings(qdrant_path=":memory:", collection="bench_network", abstain_below=0.0,
-                        llm_evidence_sentences=0)
+    settings = Settings(qdrant_path=":memory:", collection="bench_network",
+                        abstain_below=0.0)  # what is timed is the search layers: no abstain check
     ingest_nodes(settings, read_nodes(ROOT / "examples" / "data" / "hotpotqa_sample.jsonl"), embed)
     embed.delay = NETWORK_DELAY_S
     llm = simulated_llm(server)

@@ -538,8 +538,57 @@ LLM call per question.
 {shown}"""
 
 
+SMALL_MODEL_FILE = "real-llm-small-model.json"
+SMALL_MODEL_COLUMNS = ("n", "f1", "match", "joint_recall", "support_rate", "llm_calls", "llm_prompt_tokens",
+                       "latency_p50_s", "failures")
+
+
+def small_model_section() -> str:
+    path = RESULTS / SMALL_MODEL_FILE
+    if not path.exists():
+        return ""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    header = ["configuration", "system", *SMALL_MODEL_COLUMNS]
+    same = [[f"{name}: {block['what']}", system, *(show(values.get(c)) for c in SMALL_MODEL_COLUMNS)]
+            for name, block in data["configs"].items() for system, values in block["systems"].items()]
+    defaults = [[name, system, *(show(values.get(c)) for c in SMALL_MODEL_COLUMNS)]
+                for name, systems in data.get("defaults", {}).items() for system, values in systems.items()]
+    judges = data.get("judges")
+    judge_table = "" if not judges else "\n\n" + table(
+        ["judge", "answers", "support when the gold answer is in it", "support when it is not", "LLM calls / question",
+         "p50 s"],
+        [[name, show(judges["answers"]), f"{show(j['support_when_right'])} ({j['right']})",
+          f"{show(j['support_when_wrong'])} ({j['wrong']})", show(j["llm_calls"]), show(j["latency_p50_s"])]
+         for name, j in judges.items() if name != "answers"])
+    recorded = data.get("recorded", {})
+    noise = ", ".join(f"{show(r['answer_changed'])} of {show(r['same_sources'])} questions ({system})"
+                      for system, r in data.get("repeatability", {}).items()) or "–"
+    return f"""\
+## The small-model path, with a real local LLM
+
+The same model and machine, on the {show(data['questions'])} HotpotQA questions (20 bridge, 20 comparison, seed 1)
+every configuration answered ({show(recorded.get('llm'))}, budget {show(recorded.get('budget'))}, commit
+`{show(recorded.get('commit'))}`): whole passages with the LLM judging each answer (before), whole passages with
+`VERIFIER=auto` (the offline judge for a model of at most 8B parameters: today's defaults), and excerpts
+(`LLM_EVIDENCE_SENTENCES=2`: each source's best sentences, each after the sentence before it) with the offline judge:
+
+{table(header, same)}
+
+The noise floor: asked again in another session with the same sources, the model answered differently on
+{noise}. Excerpts on HotpotQA 40 and MuSiQue 20:
+
+{table(["set", "system", *SMALL_MODEL_COLUMNS], defaults)}{judge_table}
+
+Which judge: the same excerpt answers (12 questions asked, those answered alike) judged by the LLM and by the
+offline verifier; a useful judge supports answers that hold the gold answer more than those that do not.
+Made by `experiments/small_model_bench.sh` (about two hours; resumable), summarised by
+`{PYTHON} experiments/small_model_figure.py`.
+
+{picture(path.with_suffix(".png"), "Real LLM, three configurations: F1, match, prompt tokens, p50")}"""
+
+
 SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, profile_section, serve_load_section,
-            ingest_section, embedders_section, rerank_section, real_llm_section)
+            ingest_section, embedders_section, rerank_section, real_llm_section, small_model_section)
 
 
 def render() -> str:

@@ -1,8 +1,8 @@
 """WriterAgent: an answer from the kept sources only, every sentence citing `[n]`.
 
 LLM version: the answer in a few words ("Answer: …"), then grounded sentences written from fenced
-sources — excerpts of them by default: each source's best sentences by the cross-encoder, each after the sentence
-before it (LLM_EVIDENCE_SENTENCES), so a small model on a CPU reads a fraction of the tokens.
+sources, whole or (LLM_EVIDENCE_SENTENCES) as excerpts: each source's best sentences by the cross-encoder, each after
+the sentence before it, so a small model on a CPU reads fewer tokens where chunks are long.
 Offline twin (and fallback): extractive — the source sentences that best answer the question and each
 subquery, each read after its document's title ("Brenton County: Its county seat is ...") and scored by the
 cross-encoder in one batch, each quoted so and cited.
