@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from typing import Any
 
 import pytest
@@ -14,24 +13,17 @@ from llama_index.core.llms import CustomLLM, MockLLM
 
 from dagrag.core.result import LLMCallProgress, RunLedger
 from dagrag.llm.client import PROGRESS_EVERY_S, LLMCallError, LLMClient, RetryPolicy
-from dagrag.testing.openai_server import AGENT_MARKERS, ScriptedOpenAIServer, dagrag_llm, server_error, stalled
+from dagrag.testing.openai_server import AGENT_MARKERS, dagrag_llm, server_error, stalled
 from dagrag.work_flows.events import VerificationDone
 from dagrag.work_flows.progress import AnswerWritten, LLMProgress, PlanChosen
 
+from . import test_llm_faults
 from .scripted_llm import ScriptedLLM
-from .test_llm_path import GOOD_PLAN, QUESTION, VERIFIER_REPLY, WRITER_REPLY
+from .test_llm_path import QUESTION, WRITER_REPLY
 
 HANG_GUARD_S = 120
 WRITER_SYSTEM = AGENT_MARKERS["writer"]
-
-
-@pytest.fixture
-def server():
-    with ScriptedOpenAIServer() as running:
-        running.script("planner", json.dumps(GOOD_PLAN))
-        running.script("writer", WRITER_REPLY)
-        running.script("verifier", VERIFIER_REPLY)
-        yield running
+server = test_llm_faults.server  # the fixture: a scripted server with a good plan and replies for every agent
 
 
 async def ask(client: LLMClient, ledger: RunLedger, system: str = WRITER_SYSTEM, user: str = QUESTION) -> str:
