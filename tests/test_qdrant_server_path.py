@@ -1,4 +1,4 @@
-"""The Qdrant server path makes the same calls as the embedded store (one batch query per layer), and a new
+"""The Qdrant server path makes the same searches as the embedded store (one batch query per layer), and a new
 collection on a server is laid out as the Settings say (shards, replicas, HNSW, vectors on disk, payload indexes).
 
 No Qdrant server can run here. qdrant_client's local mode stands in for one behind dagrag's real selection code:
@@ -128,9 +128,15 @@ async def test_the_server_path_makes_the_embedded_paths_calls_one_batch_query_pe
     assert searches(e_async) == [] and searches(s_sync) == []
     embedded_batches, server_batches = searches(e_sync), searches(s_async)
     assert [name for name, _ in embedded_batches] == [name for name, _ in server_batches] == ["query_batch_points"] * 2
-    # The same requests, batch for batch: the first layer's question, then every bridge search of the hop at once.
+    # The same searches, batch for batch: the first layer's question, then every bridge search of the hop at once.
+    # The server fuses dense and BM25 hits itself; the embedded store is asked for the dense half (its BM25 is
+    # scored in-process, agents/embedded_hybrid.py, and fused by the same RRF).
     for (_, e_call), (_, s_call) in zip(embedded_batches, server_batches):
-        assert e_call == s_call and e_call["collection_name"] == COLLECTION
+        assert e_call["collection_name"] == s_call["collection_name"] == COLLECTION
+        assert [(r.query, r.using, r.limit, r.with_payload) for r in e_call["requests"]] == [
+            (r.prefetch[0].query, r.prefetch[0].using, r.limit, r.with_payload) for r in s_call["requests"]]
+        assert all(r.query == rest.FusionQuery(fusion=rest.Fusion.RRF) and r.prefetch[1].using == SPARSE_VECTOR_NAME
+                   for r in s_call["requests"])
     first, hop = (len(call["requests"]) for _, call in embedded_batches)
     assert first == 1 and hop > 1
     assert [s.node_id for s in e_result.sources] == [s.node_id for s in s_result.sources]

@@ -3,7 +3,9 @@
 A whole DAG layer is one call: its subqueries (and HyDE texts) are embedded in one batch and sent
 to Qdrant as one batch query. `hints.must_include` terms and `hints.sections` lift the candidates
 that contain them before the best `top_k` go on to the reranker. With an async Qdrant client (a server)
-the query is awaited; otherwise (embedded Qdrant) the sync client runs it in a worker thread.
+the query is awaited; otherwise (embedded Qdrant) the sync client runs it in a worker thread. Hybrid search fuses
+dense and BM25 hits by reciprocal rank: a server does both in one request; on the embedded store Qdrant searches
+the dense half and BM25 is scored in-process (embedded_hybrid.py), ranked as the server would rank it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..core.search import SearchHits, SearchRequest
 from ..core.sparse import query_vector
 from ..core.text import tokens
 from .cache import LRUCache
+from .embedded_hybrid import EmbeddedHybrid
 
 
 def _scaled_to_best(points: list[rest.ScoredPoint]) -> list[rest.ScoredPoint]:
@@ -82,6 +85,7 @@ class SearcherAgent:
         self.query_cache: LRUCache[str, list[float]] = LRUCache(query_cache_size)
         self.names_ttl_s = names_ttl_s
         self._names: tuple[float, KnownNames] | None = None
+        self._hybrid: EmbeddedHybrid | None = None
 
     async def known_names(self) -> KnownNames:
         """The names the collection records (titles, headings: `ingest` writes them), read again after `names_ttl_s`
@@ -132,6 +136,16 @@ class SearcherAgent:
     async def _query_batch(self, queries: list[list[float]], limits: list[int], texts: list[str]
                            ) -> list[list[rest.ScoredPoint]]:
         store = self.vector_store
+        if self.hybrid and self.aclient is None:
+            # The embedded store scores sparse vectors point by point in Python: BM25 is scored here instead.
+            hybrid = self._embedded_hybrid()
+            sparse = [query_vector(text) for text in texts]
+
+            def run_hybrid() -> list[list[rest.ScoredPoint]]:
+                with self._sync_lock:
+                    return hybrid.search(queries, sparse, limits)
+
+            return [_scaled_to_best(p) for p in await asyncio.to_thread(run_hybrid)]
         if self.hybrid:
             batch = [self._hybrid_request(query, limit, text) for query, limit, text in zip(queries, limits, texts)]
         else:
@@ -147,6 +161,13 @@ class SearcherAgent:
             responses = await asyncio.to_thread(run)
         points = [response.points for response in responses]
         return [_scaled_to_best(p) for p in points] if self.hybrid else points
+
+    def _embedded_hybrid(self) -> EmbeddedHybrid:
+        store = self.vector_store
+        if self._hybrid is None or self._hybrid.collection != store.collection_name:
+            self._hybrid = EmbeddedHybrid(store.client, store.collection_name, store.dense_vector_name,
+                                          store.sparse_vector_name)
+        return self._hybrid
 
     def _hybrid_request(self, dense: list[float], limit: int, text: str) -> rest.QueryRequest:
         """Dense and BM25 candidates fused by reciprocal rank (RRF) inside Qdrant, one request per subquery."""

@@ -1,0 +1,88 @@
+"""Hybrid search on the embedded store: BM25 scored from the collection's own sparse vectors ranks as Qdrant's own
+hybrid query ranks (same hits, same fused scores), sees what a later ingest adds, and degrades to dense hits."""
+
+from __future__ import annotations
+
+import pytest
+from qdrant_client.http import models as rest
+
+from dagrag import Settings
+from dagrag.agents.embedded_hybrid import EmbeddedHybrid, read_sparse_matrix, top_sparse
+from dagrag.core.sparse import query_vector
+from dagrag.ingest import ingest_nodes, make_node
+from dagrag.store import SPARSE_VECTOR_NAME, open_qdrant
+
+from .conftest import sample_records
+
+DENSE = "text-dense"
+LIMIT = 12
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory, embed_model) -> Settings:
+    settings = Settings(qdrant_path=tmp_path_factory.mktemp("embedded-hybrid"), collection="eh")
+    nodes = [make_node(p["text"], p["title"]) for r in sample_records()[:12] for p in r["paragraphs"]]
+    ingest_nodes(settings, nodes, embed_model)
+    return settings
+
+
+def qdrant_hybrid(client, collection: str, dense: list[float], text: str, limit: int) -> list[rest.ScoredPoint]:
+    """The request a Qdrant server gets: dense and sparse prefetches fused by RRF inside Qdrant."""
+    indices, values = query_vector(text)
+    request = rest.QueryRequest(
+        prefetch=[rest.Prefetch(query=dense, using=DENSE, limit=limit),
+                  rest.Prefetch(query=rest.SparseVector(indices=indices, values=values), using=SPARSE_VECTOR_NAME,
+                                limit=limit)],
+        query=rest.FusionQuery(fusion=rest.Fusion.RRF), limit=limit, with_payload=True)
+    return client.query_batch_points(collection, requests=[request])[0].points
+
+
+def questions() -> list[str]:
+    asked = [r["question"] for r in sample_records()[:12]]
+    return [*asked, "Corliss Archer", "Scott Derrickson nationality", "zzz unknown words only"]
+
+
+def test_bm25_and_fusion_rank_as_qdrants_own_hybrid_query(collection, embed_model):
+    client, _ = open_qdrant(collection)
+    hybrid = EmbeddedHybrid(client, collection.collection, DENSE, SPARSE_VECTOR_NAME)
+    texts = questions()
+    dense = embed_model.get_text_embedding_batch(texts)
+    ours = hybrid.search(dense, [query_vector(t) for t in texts], [LIMIT] * len(texts))
+    for text, vector, mine in zip(texts, dense, ours):
+        theirs = qdrant_hybrid(client, collection.collection, vector, text, LIMIT)
+        assert [p.id for p in mine] == [p.id for p in theirs], text
+        assert [p.score for p in mine] == pytest.approx([p.score for p in theirs]), text
+        assert [p.payload for p in mine] == [p.payload for p in theirs], text
+
+
+def test_sparse_scores_are_qdrants_idf_weighted_scores(collection):
+    client, _ = open_qdrant(collection)
+    index = read_sparse_matrix(client, collection.collection, SPARSE_VECTOR_NAME)
+    assert len(index.ids) == index.points == client.count(collection.collection).count
+    for text in questions():
+        indices, values = query_vector(text)
+        mine = top_sparse(index, (indices, values), LIMIT)
+        theirs = client.query_points(collection.collection, query=rest.SparseVector(indices=indices, values=values),
+                                     using=SPARSE_VECTOR_NAME, limit=LIMIT).points
+        assert [score for _, score in mine] == pytest.approx([p.score for p in theirs], rel=1e-5), text
+        # The same points, but for ties at the cut: which of two equal scores makes the list is Qdrant's whim.
+        cut = theirs[-1].score * (1 + 1e-5) if len(theirs) == LIMIT else float("-inf")
+        assert {pid for pid, score in mine if score > cut} == {p.id for p in theirs if p.score > cut}, text
+    assert top_sparse(index, ([], []), LIMIT) == []
+    assert top_sparse(index, query_vector("zzz qqqq"), LIMIT) == []  # no shared term: no sparse hit, as in Qdrant
+
+
+def test_a_later_ingest_is_searched_and_words_nobody_has_leave_the_dense_hits(tmp_path, embed_model):
+    settings = Settings(qdrant_path=tmp_path, collection="grows")
+    ingest_nodes(settings, [make_node(p["text"], p["title"]) for p in sample_records()[0]["paragraphs"]], embed_model)
+    client, _ = open_qdrant(settings)
+    hybrid = EmbeddedHybrid(client, "grows", DENSE, SPARSE_VECTOR_NAME)
+    text = "Quorvald harbour ferry timetable"
+    [vector] = embed_model.get_text_embedding_batch([text])
+    [before] = hybrid.search([vector], [query_vector(text)], [3])
+    assert len(before) == 3 and all("Quorvald" not in str(p.payload) for p in before)  # dense hits only
+    ingest_nodes(settings, [make_node("The Quorvald harbour ferry timetable changes every spring.", "Quorvald")],
+                 embed_model)
+    [after] = hybrid.search([vector], [query_vector(text)], [3])
+    assert hybrid.sparse_index().points == len(sample_records()[0]["paragraphs"]) + 1
+    assert after[0].payload is not None and "Quorvald" in str(after[0].payload)
