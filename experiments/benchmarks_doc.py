@@ -366,24 +366,32 @@ def profile_section() -> str:
     total = stages.get("total") or 1.0
     stage_rows = [[stage, show(seconds), f"{seconds / total:.0%}"] for stage, seconds in stages.items()
                   if stage != "total"]
-    top = [[f"`{row['function']}`", f"{row['share']:.1%}", show(row["seconds_per_question"])]
+    work = [[row["component"], f"{row['share']:.1%}", show(row["thread_seconds_per_question"])]
+            for row in profile.get("components", [])]
+    top = [[f"`{row['function']}`", f"{row['share']:.1%}", show(row["thread_seconds_per_question"])]
            for row in profile.get("top_self_time", [])[:8]]
+    pool = ("HotpotQA dev's pool" if profile.get("pool") == "hotpotqa" else "the HotpotQA sample's collection")
     return f"""\
 ## Where one offline query's time goes: experiments/profile_query.py
 
-The HotpotQA sample's {show(profile.get('questions'))} questions, one at a time, offline defaults, on
-{show(profile.get('cpus'))} CPUs (load average {show(profile.get('load_average'))}), commit
-{show(profile.get('commit'))}: wall time p50 {show(wall.get('p50'))} s, mean {show(wall.get('mean'))} s, max
-{show(wall.get('max'))} s. The workflow's own stage timings, mean per question:
+{show(profile.get('questions'))} questions over {pool} ({show(profile.get('pool_passages'))} passages), one at a
+time, offline defaults, on {show(profile.get('cpus'))} CPUs (load average {show(profile.get('load_average'))}),
+commit {show(profile.get('commit'))}: wall time p50 {show(wall.get('p50'))} s, mean {show(wall.get('mean'))} s,
+max {show(wall.get('max'))} s. The workflow's own stage timings, mean per question:
 
 {table(["stage", "seconds", "share of the run"], stage_rows)}
 
-pyinstrument's samples of the event loop's thread (async mode), the functions with the most time of their own; a
-model runs in a worker thread, so its time shows as the `to_thread` that awaits it:
+Every thread sampled (evalkit/sampler.py; the models run in worker threads): the work behind those stages, in
+thread-seconds per question (work on two threads at once counts twice):
 
-{table(["function", "share", "seconds per question"], top)}
+{table(["work", "share", "thread-seconds per question"], work)}
 
-Made by `{PYTHON} experiments/profile_query.py` (`--html FILE` writes pyinstrument's page of the last question).
+The functions with the most samples of their own (a C call, such as an ONNX Runtime session, shows as the Python
+function that made it):
+
+{table(["function", "share", "thread-seconds per question"], top)}
+
+Made by `{PYTHON} experiments/profile_query.py` (`--pool sample` for the small collection).
 """
 
 

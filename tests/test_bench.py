@@ -184,11 +184,15 @@ def test_the_query_profile_splits_each_questions_time_by_stage_and_names_the_hot
     import profile_query
 
     out = tmp_path / "profile.json"
-    assert profile_query.main(["--limit", "2", "--out", str(out)]) == 0
+    assert profile_query.main(["--pool", "sample", "--limit", "2", "--out", str(out)]) == 0
     profile = json.loads(out.read_text())
-    assert profile["questions"] == 2 and profile["commit"]
+    assert profile["questions"] == 2 and profile["commit"] and profile["pool"] == "sample"
     assert {"search", "rerank", "judge", "write", "total"} <= set(profile["stages_s"])
     assert 0 < profile["wall_s"]["p50"] <= profile["wall_s"]["max"]
+    # The worker threads are seen: the models' work is named, not hidden behind the await.
+    work = {row["component"]: row for row in profile["components"]}
+    assert work["cross-encoder"]["thread_seconds_per_question"] > 0
+    assert sum(row["share"] for row in profile["components"]) == pytest.approx(1, abs=0.01)
     assert profile["top_self_time"] and all(0 <= row["share"] <= 1 for row in profile["top_self_time"])
 
 

@@ -758,8 +758,11 @@ async def test_qdrant_failing_mid_load_degrades_then_recovers(live: LiveServer):
     async with httpx.AsyncClient(base_url=live.url, headers=AUTH, timeout=HANG_GUARD_S) as http:
         before = asyncio.ensure_future(search_all(live.url, questions * 2, 8))
         await asyncio.sleep(0.3)  # the load is under way when Qdrant goes
-        client.query_batch_points = outage
-        client.collection_exists = outage
+        # Every call a search or a readiness check makes to the store (the embedded store is searched in-process,
+        # but it still counts, reads and fetches payloads from Qdrant).
+        calls = ("query_batch_points", "collection_exists", "count", "retrieve", "scroll")
+        for name in calls:
+            setattr(client, name, outage)
         try:
             during_load = await before
             ready = await http.get("/health/ready")
@@ -767,7 +770,8 @@ async def test_qdrant_failing_mid_load_degrades_then_recovers(live: LiveServer):
             searched = await search_all(live.url, questions, 4)
             queried = await query_all(http)
         finally:
-            del client.query_batch_points, client.collection_exists
+            for name in calls:
+                delattr(client, name)
         # No 5xx but the clear 503 of a failed search; the server never fell over.
         assert {r.status_code for r in during_load} <= {200, 503}
         assert {r.status_code for r in searched} == {503}

@@ -3,9 +3,9 @@
 A whole DAG layer is one call: its subqueries (and HyDE texts) are embedded in one batch and sent
 to Qdrant as one batch query. `hints.must_include` terms and `hints.sections` lift the candidates
 that contain them before the best `top_k` go on to the reranker. With an async Qdrant client (a server)
-the query is awaited; otherwise (embedded Qdrant) the sync client runs it in a worker thread. Hybrid search fuses
-dense and BM25 hits by reciprocal rank: a server does both in one request; on the embedded store Qdrant searches
-the dense half and BM25 is scored in-process (embedded_hybrid.py), ranked as the server would rank it.
+the query is awaited. The embedded store is searched in-process instead (embedded_search.py: the collection's
+vectors read once, a layer's dense search one matrix product, BM25 one sparse product, ranked as a server would),
+in a worker thread so the event loop stays free. Hybrid search fuses dense and BM25 hits by reciprocal rank.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..core.search import SearchHits, SearchRequest
 from ..core.sparse import query_vector
 from ..core.text import tokens
 from .cache import LRUCache
-from .embedded_hybrid import EmbeddedHybrid
+from .embedded_search import EmbeddedSearch, is_embedded
 
 
 def _scaled_to_best(points: list[rest.ScoredPoint]) -> list[rest.ScoredPoint]:
@@ -80,12 +80,12 @@ class SearcherAgent:
         self.must_include_boost = must_include_boost
         self.section_boost_weight = section_boost_weight
         self.hybrid = hybrid
-        # The sync client (embedded Qdrant is plain Python) runs one batch query at a time.
+        # Embedded Qdrant's client is not safe for concurrent use: one in-process search (or vector read) at a time.
         self._sync_lock = threading.Lock()
         self.query_cache: LRUCache[str, list[float]] = LRUCache(query_cache_size)
         self.names_ttl_s = names_ttl_s
         self._names: tuple[float, KnownNames] | None = None
-        self._hybrid: EmbeddedHybrid | None = None
+        self._embedded: EmbeddedSearch | None = None
 
     async def known_names(self) -> KnownNames:
         """The names the collection records (titles, headings: `ingest` writes them), read again after `names_ttl_s`
@@ -136,16 +136,17 @@ class SearcherAgent:
     async def _query_batch(self, queries: list[list[float]], limits: list[int], texts: list[str]
                            ) -> list[list[rest.ScoredPoint]]:
         store = self.vector_store
-        if self.hybrid and self.aclient is None:
-            # The embedded store scores sparse vectors point by point in Python: BM25 is scored here instead.
-            hybrid = self._embedded_hybrid()
-            sparse = [query_vector(text) for text in texts]
+        if self.aclient is None and is_embedded(store.client):
+            # Embedded Qdrant rescans and renormalises every vector per query in Python: searched in-process instead.
+            embedded = self._embedded_search()
+            sparse = [query_vector(text) for text in texts] if self.hybrid else None
 
-            def run_hybrid() -> list[list[rest.ScoredPoint]]:
+            def run_embedded() -> list[list[rest.ScoredPoint]]:
                 with self._sync_lock:
-                    return hybrid.search(queries, sparse, limits)
+                    return embedded.search(queries, sparse, limits)
 
-            return [_scaled_to_best(p) for p in await asyncio.to_thread(run_hybrid)]
+            points = await asyncio.to_thread(run_embedded)
+            return [_scaled_to_best(p) for p in points] if self.hybrid else points
         if self.hybrid:
             batch = [self._hybrid_request(query, limit, text) for query, limit, text in zip(queries, limits, texts)]
         else:
@@ -153,21 +154,20 @@ class SearcherAgent:
                      for query, limit in zip(queries, limits)]
         if self.aclient is not None:
             responses = await self.aclient.query_batch_points(collection_name=store.collection_name, requests=batch)
-        else:
+        else:  # a server reached through a sync client only (a vector store passed in)
             def run() -> list[rest.QueryResponse]:
-                with self._sync_lock:
-                    return store.client.query_batch_points(collection_name=store.collection_name, requests=batch)
+                return store.client.query_batch_points(collection_name=store.collection_name, requests=batch)
 
             responses = await asyncio.to_thread(run)
         points = [response.points for response in responses]
         return [_scaled_to_best(p) for p in points] if self.hybrid else points
 
-    def _embedded_hybrid(self) -> EmbeddedHybrid:
+    def _embedded_search(self) -> EmbeddedSearch:
         store = self.vector_store
-        if self._hybrid is None or self._hybrid.collection != store.collection_name:
-            self._hybrid = EmbeddedHybrid(store.client, store.collection_name, store.dense_vector_name,
-                                          store.sparse_vector_name)
-        return self._hybrid
+        if self._embedded is None or self._embedded.collection != store.collection_name:
+            self._embedded = EmbeddedSearch(store.client, store.collection_name, store.dense_vector_name,
+                                            store.sparse_vector_name if self.hybrid else None)
+        return self._embedded
 
     def _hybrid_request(self, dense: list[float], limit: int, text: str) -> rest.QueryRequest:
         """Dense and BM25 candidates fused by reciprocal rank (RRF) inside Qdrant, one request per subquery."""

@@ -1,13 +1,15 @@
-"""Hybrid search on the embedded store: BM25 scored from the collection's own sparse vectors ranks as Qdrant's own
-hybrid query ranks (same hits, same fused scores), sees what a later ingest adds, and degrades to dense hits."""
+"""Search on the embedded store, in-process: dense hits and BM25 hits from the collection's own vectors rank as
+Qdrant's own queries rank them (same hits, same scores, same fused order), a later ingest is searched, and a server's
+client is never read into memory."""
 
 from __future__ import annotations
 
 import pytest
+from qdrant_client import QdrantClient
 from qdrant_client.http import models as rest
 
 from dagrag import Settings
-from dagrag.agents.embedded_hybrid import EmbeddedHybrid, read_sparse_matrix, top_sparse
+from dagrag.agents.embedded_search import EmbeddedSearch, is_embedded, read_index, top_dense, top_sparse
 from dagrag.core.sparse import query_vector
 from dagrag.ingest import ingest_nodes, make_node
 from dagrag.store import SPARSE_VECTOR_NAME, open_qdrant
@@ -44,7 +46,7 @@ def questions() -> list[str]:
 
 def test_bm25_and_fusion_rank_as_qdrants_own_hybrid_query(collection, embed_model):
     client, _ = open_qdrant(collection)
-    hybrid = EmbeddedHybrid(client, collection.collection, DENSE, SPARSE_VECTOR_NAME)
+    hybrid = EmbeddedSearch(client, collection.collection, DENSE, SPARSE_VECTOR_NAME)
     texts = questions()
     dense = embed_model.get_text_embedding_batch(texts)
     ours = hybrid.search(dense, [query_vector(t) for t in texts], [LIMIT] * len(texts))
@@ -55,13 +57,29 @@ def test_bm25_and_fusion_rank_as_qdrants_own_hybrid_query(collection, embed_mode
         assert [p.payload for p in mine] == [p.payload for p in theirs], text
 
 
+def test_dense_hits_are_qdrants_cosine_hits(collection, embed_model):
+    client, _ = open_qdrant(collection)
+    index = read_index(client, collection.collection, DENSE, None)
+    texts = questions()
+    vectors = embed_model.get_text_embedding_batch(texts)
+    for text, vector, mine in zip(texts, vectors, top_dense(index, vectors, [LIMIT] * len(texts))):
+        theirs = client.query_points(collection.collection, query=vector, using=DENSE, limit=LIMIT).points
+        assert [index.ids[row] for row, _ in mine] == [p.id for p in theirs], text
+        assert [score for _, score in mine] == pytest.approx([p.score for p in theirs], abs=1e-5), text
+    dense_only = EmbeddedSearch(client, collection.collection, DENSE, None)
+    [hits] = dense_only.search(vectors[:1], None, [3])
+    assert [p.id for p in hits] == [p.id for p in client.query_points(
+        collection.collection, query=vectors[0], using=DENSE, limit=3, with_payload=True).points]
+    assert all(p.payload and p.payload.get("_node_content") for p in hits)
+
+
 def test_sparse_scores_are_qdrants_idf_weighted_scores(collection):
     client, _ = open_qdrant(collection)
-    index = read_sparse_matrix(client, collection.collection, SPARSE_VECTOR_NAME)
+    index = read_index(client, collection.collection, DENSE, SPARSE_VECTOR_NAME)
     assert len(index.ids) == index.points == client.count(collection.collection).count
     for text in questions():
         indices, values = query_vector(text)
-        mine = top_sparse(index, (indices, values), LIMIT)
+        mine = [(index.ids[row], score) for row, score in top_sparse(index, (indices, values), LIMIT)]
         theirs = client.query_points(collection.collection, query=rest.SparseVector(indices=indices, values=values),
                                      using=SPARSE_VECTOR_NAME, limit=LIMIT).points
         assert [score for _, score in mine] == pytest.approx([p.score for p in theirs], rel=1e-5), text
@@ -76,7 +94,7 @@ def test_a_later_ingest_is_searched_and_words_nobody_has_leave_the_dense_hits(tm
     settings = Settings(qdrant_path=tmp_path, collection="grows")
     ingest_nodes(settings, [make_node(p["text"], p["title"]) for p in sample_records()[0]["paragraphs"]], embed_model)
     client, _ = open_qdrant(settings)
-    hybrid = EmbeddedHybrid(client, "grows", DENSE, SPARSE_VECTOR_NAME)
+    hybrid = EmbeddedSearch(client, "grows", DENSE, SPARSE_VECTOR_NAME)
     text = "Quorvald harbour ferry timetable"
     [vector] = embed_model.get_text_embedding_batch([text])
     [before] = hybrid.search([vector], [query_vector(text)], [3])
@@ -84,5 +102,13 @@ def test_a_later_ingest_is_searched_and_words_nobody_has_leave_the_dense_hits(tm
     ingest_nodes(settings, [make_node("The Quorvald harbour ferry timetable changes every spring.", "Quorvald")],
                  embed_model)
     [after] = hybrid.search([vector], [query_vector(text)], [3])
-    assert hybrid.sparse_index().points == len(sample_records()[0]["paragraphs"]) + 1
+    assert hybrid.index().points == len(sample_records()[0]["paragraphs"]) + 1
     assert after[0].payload is not None and "Quorvald" in str(after[0].payload)
+
+
+def test_only_qdrants_local_mode_is_searched_in_process(collection):
+    client, _ = open_qdrant(collection)
+    assert is_embedded(client)
+    assert is_embedded(QdrantClient(":memory:"))
+    # A server's client (never contacted here) keeps its searches on the server.
+    assert not is_embedded(QdrantClient(url="http://qdrant.test:6333", check_compatibility=False))

@@ -1,0 +1,181 @@
+"""Search on the embedded store, in-process: exact dense search as one matrix product per layer, BM25 over the
+collection's own sparse vectors as one sparse-matrix product, fused by Qdrant's own reciprocal-rank fusion.
+
+Embedded Qdrant (qdrant_client's local mode) is a prototyping engine: for every query it normalises every stored
+vector again and sorts every score, and it scores a sparse query by walking every stored point in Python. On a
+4.7k-passage collection that was nearly nine tenths of a query's search time, and it grows with the collection. A
+Qdrant server keeps an HNSW graph and an inverted index and fuses by itself, so the searcher sends it the request
+unchanged; on the embedded store the searcher reads the collection's vectors once (Qdrant stays the store: it
+holds the points and payloads, and writes go to it) and searches them here, with Qdrant's formulas — cosine on
+unit vectors, the IDF modifier's BM25 weighting, RRF with its constant — so both paths rank alike.
+
+The vectors are read from the collection once and again when its point count changes (dagrag's ingest only adds
+points, each under an id made from its content). They cost a second copy of the dense vectors in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from qdrant_client import QdrantClient
+from qdrant_client.http import models as rest
+from qdrant_client.hybrid.fusion import reciprocal_rank_fusion
+
+SCROLL_PAGE = 4096
+SparseQuery = tuple[list[int], list[float]]
+Hits = list[tuple[int, float]]  # (row, score), best first
+
+
+@dataclass(frozen=True)
+class SparseMatrix:
+    """A collection's sparse vectors: one row per point, one column per term id seen, and each term's IDF."""
+
+    columns: dict[int, int]
+    matrix: sp.csc_matrix
+    idf: np.ndarray
+
+
+@dataclass(frozen=True)
+class EmbeddedIndex:
+    """A collection's vectors in memory: row i is point `ids[i]`; `dense` rows have unit length."""
+
+    points: int  # the collection's point count when it was read
+    ids: list[rest.ExtendedPointId]
+    dense: np.ndarray
+    sparse: SparseMatrix | None
+
+
+def is_embedded(client: QdrantClient) -> bool:
+    """Whether the client is qdrant_client's local mode (a folder or `:memory:`), not a server's client."""
+    options = getattr(client, "init_options", None) or {}
+    return options.get("path") is not None or options.get("location") == ":memory:"
+
+
+def qdrant_idf(document_frequency: np.ndarray, documents: int) -> np.ndarray:
+    """Qdrant's IDF modifier (the BM25 form): ln((N - df + 0.5) / (df + 0.5) + 1)."""
+    return np.log((documents - document_frequency + 0.5) / (document_frequency + 0.5) + 1.0)
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (a zero row stays zero), as Qdrant stores vectors for cosine."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_name: str | None) -> EmbeddedIndex:
+    """Every point's dense vector (and sparse one), scrolled page by page. A point without a sparse vector gets an
+    empty row and is left out of the IDF's document count, as Qdrant leaves it out."""
+    points = client.count(collection, exact=True).count
+    names = [dense_name] + ([sparse_name] if sparse_name else [])
+    ids: list[rest.ExtendedPointId] = []
+    dense: list[list[float]] = []
+    columns: dict[int, int] = {}
+    rows: list[int] = []
+    cols: list[int] = []
+    values: list[float] = []
+    documents = 0
+    offset: rest.ExtendedPointId | None = None
+    while True:
+        page, offset = client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=False,
+                                     with_vectors=names)
+        for point in page:
+            vectors = point.vector if isinstance(point.vector, dict) else {}
+            row = len(ids)
+            ids.append(point.id)
+            dense.append(vectors[dense_name])  # type: ignore[arg-type]
+            sparse = vectors.get(sparse_name) if sparse_name else None
+            if isinstance(sparse, rest.SparseVector):
+                documents += 1
+                rows.extend([row] * len(sparse.indices))
+                cols.extend(columns.setdefault(term, len(columns)) for term in sparse.indices)
+                values.extend(sparse.values)
+        if offset is None:
+            break
+    matrix = unit_rows(np.asarray(dense, dtype=np.float32)) if dense else np.zeros((0, 0), dtype=np.float32)
+    bm25 = None
+    if sparse_name:
+        csc = sp.csc_matrix((np.asarray(values, dtype=np.float64), (rows, cols)), shape=(len(ids), len(columns)))
+        bm25 = SparseMatrix(columns=columns, matrix=csc, idf=qdrant_idf(np.diff(csc.indptr), documents))
+    return EmbeddedIndex(points=points, ids=ids, dense=matrix, sparse=bm25)
+
+
+def _best(scores: np.ndarray, rows: np.ndarray, limit: int) -> Hits:
+    """The `limit` best of `rows` by score, best first, ties in row order."""
+    if len(rows) > limit:
+        rows = np.sort(rows[np.argpartition(-scores[rows], limit - 1)[:limit]])
+    ordered = rows[np.argsort(-scores[rows], kind="stable")]
+    return [(int(row), float(scores[row])) for row in ordered]
+
+
+def top_dense(index: EmbeddedIndex, queries: np.ndarray, limits: Sequence[int]) -> list[Hits]:
+    """Per query, the `limit` rows of highest cosine similarity: one matrix product for the whole batch."""
+    if not len(index.ids) or not len(queries):
+        return [[] for _ in limits]
+    scores = unit_rows(np.asarray(queries, dtype=np.float32)) @ index.dense.T
+    every = np.arange(len(index.ids))
+    return [_best(row_scores, every, limit) if limit > 0 else [] for row_scores, limit in zip(scores, limits)]
+
+
+def top_sparse(index: EmbeddedIndex, query: SparseQuery, limit: int) -> Hits:
+    """The `limit` best rows for a sparse query by IDF-weighted dot product; only rows sharing a term with the
+    query, as Qdrant returns them."""
+    bm25 = index.sparse
+    if bm25 is None or limit <= 0:
+        return []
+    weights: dict[int, float] = {}
+    for term, value in zip(*query):
+        if term in bm25.columns:
+            column = bm25.columns[term]
+            weights[column] = weights.get(column, 0.0) + value * float(bm25.idf[column])
+    if not weights:
+        return []
+    sub = bm25.matrix[:, list(weights)]
+    scores = sub @ np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
+    return _best(scores, np.unique(sub.indices), limit)
+
+
+class EmbeddedSearch:
+    """Dense (+ BM25, RRF-fused) search of one embedded collection; `search` is one batch, called under the
+    searcher's lock (embedded Qdrant's client is not safe for concurrent use)."""
+
+    def __init__(self, client: QdrantClient, collection: str, dense_vector_name: str,
+                 sparse_vector_name: str | None) -> None:
+        self.client = client
+        self.collection = collection
+        self.dense_vector_name = dense_vector_name
+        self.sparse_vector_name = sparse_vector_name
+        self._index: EmbeddedIndex | None = None
+
+    def index(self) -> EmbeddedIndex:
+        """The collection's vectors, read again when its point count has changed since the last read."""
+        if self._index is None or self._index.points != self.client.count(self.collection, exact=True).count:
+            self._index = read_index(self.client, self.collection, self.dense_vector_name, self.sparse_vector_name)
+        return self._index
+
+    def search(self, dense: Sequence[list[float]], sparse: Sequence[SparseQuery] | None, limits: Sequence[int]
+               ) -> list[list[rest.ScoredPoint]]:
+        """Per query: its `limit` dense hits, fused by reciprocal rank (Qdrant's formula and constant) with its
+        `limit` BM25 hits when `sparse` is given; `limit` kept, each with its payload (one read for the batch)."""
+        index = self.index()
+        dense_hits = top_dense(index, np.asarray(dense, dtype=np.float32), limits)
+        sparse_hits = [top_sparse(index, query, limit) for query, limit in zip(sparse, limits)] if sparse else None
+        rows = {row for hits in dense_hits + (sparse_hits or []) for row, _ in hits}
+        wanted = [index.ids[row] for row in sorted(rows)]
+        payloads = {record.id: record.payload for record in
+                    (self.client.retrieve(self.collection, ids=wanted, with_payload=True) if wanted else [])}
+
+        def points(hits: Hits) -> list[rest.ScoredPoint]:
+            return [rest.ScoredPoint(id=index.ids[row], version=0, score=score, payload=payloads.get(index.ids[row]))
+                    for row, score in hits]
+
+        if sparse_hits is None:
+            return [points(hits) for hits in dense_hits]
+        return [reciprocal_rank_fusion([points(d), points(s)], limit=limit)
+                for d, s, limit in zip(dense_hits, sparse_hits, limits)]
+
+
+__all__ = ["EmbeddedIndex", "EmbeddedSearch", "SparseMatrix", "is_embedded", "qdrant_idf", "read_index", "top_dense",
+           "top_sparse"]
