@@ -19,6 +19,10 @@ Backends:
                  size measured) are skipped, and the row says so. Its upsert commits each point to SQLite, so
                  where that ingest is extrapolated past MAX_DISK_INGEST_S the collection is loaded with
                  QdrantClient(":memory:") instead (the same LocalCollection searches) and the row says so.
+- dagrag-embedded  what dagrag searches the embedded store with (agents/embedded_search.py): the qdrant-local
+                 collection's vectors read once into memory, each layer one numpy matrix product (exact search).
+                 It rides on the qdrant-local collection: its ingest is that one's, build_s is the read, RSS the
+                 copy it adds.
 - edge-hnsw      Qdrant Edge (qdrant-edge-py), in-process Rust engine, HNSW built by optimize(); searched at
                  several `hnsw_ef`, the row keeps the smallest one that reaches recall@10 >= RECALL_TARGET.
 - edge-exact     the same Edge shard searched with SearchParams(exact=True) (a Rust full scan).
@@ -60,7 +64,7 @@ VECTOR_NAME = "text-dense"  # dagrag's dense vector name
 # Synthetic vectors: a random convex mix of MIX_PARENTS real passage vectors (Dirichlet weights) plus Gaussian
 # noise of NOISE per dimension, normalised.
 MIX_PARENTS, MIX_ALPHA, NOISE = 2, 0.5, 0.03
-BACKENDS = ("qdrant-local", "edge-hnsw", "edge-exact")
+BACKENDS = ("qdrant-local", "dagrag-embedded", "edge-hnsw", "edge-exact")
 
 
 def log(message: str) -> None:
@@ -315,11 +319,41 @@ def run_qdrant_local(corpus: Corpus, size: int, folder: Path, queries: list[list
         timed = measure(single, layer, queries, truth, singles=opts["singles"], layers=opts["layers"],
                         budget_s=opts["budget_s"])
         rss = rss_mb() - before
+        local = {"storage": "disk" if on_disk else "memory", "ingest_per_s": round(size / ingest_s, 1),
+                 "ingest_s": round(ingest_s, 2), "build_s": 0.0, **timed, "rss_mb": round(rss, 1),
+                 "disk_mb": round(disk_mb(folder), 1) if on_disk else None}
+        rows = {"qdrant-local": local}
+        if opts.get("in_process", True):
+            rows["dagrag-embedded"] = run_in_process(client, local, queries, truth, opts)
     finally:
         client.close()
-    return {"storage": "disk" if on_disk else "memory", "ingest_per_s": round(size / ingest_s, 1),
-            "ingest_s": round(ingest_s, 2), "build_s": 0.0, **timed, "rss_mb": round(rss, 1),
-            "disk_mb": round(disk_mb(folder), 1) if on_disk else None}
+    return rows
+
+
+def run_in_process(client: Any, local: dict[str, Any], queries: list[list[float]], truth: np.ndarray,
+                   opts: dict[str, Any]) -> dict[str, Any]:
+    """dagrag's in-process search of the embedded collection the qdrant-local row just filled (payloads included)."""
+    from dagrag.agents.embedded_search import EmbeddedSearch
+
+    before = rss_mb()
+    search = EmbeddedSearch(client, "scale", VECTOR_NAME, None)
+    started = time.perf_counter()
+    search.index()
+    read_s = time.perf_counter() - started
+    limit = opts["limit"]
+
+    def single(vector: list[float]) -> list[int]:
+        return [int(p.id) for p in search.search([vector], None, [limit])[0]]
+
+    def layer(vectors: list[list[float]]) -> list[list[int]]:
+        return [[int(p.id) for p in points] for points in search.search(vectors, None, [limit] * len(vectors))]
+
+    timed = measure(single, layer, queries, truth, singles=opts["singles"], layers=opts["layers"],
+                    budget_s=opts["budget_s"])
+    return {"storage": local["storage"], "ingest_per_s": local["ingest_per_s"], "ingest_s": local["ingest_s"],
+            "build_s": round(read_s, 2), **timed, "rss_mb": round(rss_mb() - before, 1), "disk_mb": local["disk_mb"],
+            "note": "the qdrant-local collection's vectors read into memory (build_s) and searched by one matrix "
+                    "product per batch; RSS is the copy it adds"}
 
 
 def run_edge(corpus: Corpus, size: int, folder: Path, queries: list[list[float]], truth: np.ndarray,
@@ -456,7 +490,7 @@ def run_scale(data: Path, sizes: Sequence[int], *, cache: Path = CACHE, plot_pat
         base = {"real": min(size, corpus.real), "synthetic": max(0, size - corpus.real), "exact_top10_s":
                 round(truth_s, 2)}
         for backend in ("edge-hnsw", "qdrant-local"):
-            watched = ["edge-hnsw", "edge-exact"] if backend == "edge-hnsw" else ["qdrant-local"]
+            watched = ["edge-hnsw", "edge-exact"] if backend == "edge-hnsw" else ["qdrant-local", "dagrag-embedded"]
             reasons = {name: skip_reason(name, size, done[name]) for name in watched if name in done}
             if all(reasons.values()):
                 for name, (why, predicted) in reasons.items():  # type: ignore[misc]
@@ -469,8 +503,8 @@ def run_scale(data: Path, sizes: Sequence[int], *, cache: Path = CACHE, plot_pat
                 log(f"scale {size:,}: {backend} ...")
                 if backend == "qdrant-local":
                     slow = slow_disk_ingest(size, done["qdrant-local"])
-                    row = run_qdrant_local(corpus, size, folder, queries, truth, opts, on_disk=slow is None)
-                    ran = {"qdrant-local": {**row, **(slow or {})}}
+                    ran = run_qdrant_local(corpus, size, folder, queries, truth, opts, on_disk=slow is None)
+                    ran["qdrant-local"] = {**ran["qdrant-local"], **(slow or {})}
                 else:  # edge-exact rides on the same shard unless it is to be skipped
                     ran = run_edge(corpus, size, folder, queries, truth,
                                     {**opts, "edge_exact": opts["edge_exact"] and not reasons.get("edge-exact")})
@@ -587,7 +621,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    colours = {"qdrant-local": "#9aa5b1", "edge-hnsw": "#2f6fb0", "edge-exact": "#d08a2e"}
+    colours = {"qdrant-local": "#9aa5b1", "dagrag-embedded": "#2e9d5b", "edge-hnsw": "#2f6fb0",
+               "edge-exact": "#d08a2e"}
     figure, (latency, build, memory) = plt.subplots(1, 3, figsize=(14, 4.4))
     for backend in BACKENDS:
         mine = sorted((r for r in result["rows"] if r["backend"] == backend), key=lambda r: r["size"])

@@ -103,6 +103,7 @@ async def test_scale_section_reports_every_backend_with_recall_and_the_keys_the_
     for size in (300, 1000):
         assert rows[size, "qdrant-local"]["recall_at_10"] >= 0.98  # an exact scan
         assert rows[size, "edge-exact"]["recall_at_10"] >= 0.98
+        assert rows[size, "dagrag-embedded"]["recall_at_10"] >= 0.98 and rows[size, "dagrag-embedded"]["build_s"] > 0
         assert rows[size, "edge-hnsw"]["recall_at_10"] >= 0.98 and rows[size, "edge-hnsw"]["build_s"] > 0
     assert rows[300, "qdrant-local"]["storage"] == "disk" and rows[300, "qdrant-local"]["disk_mb"] > 0
     assert rows[1000, "qdrant-local"]["storage"] == "memory" and "SQLite" in rows[1000, "qdrant-local"]["note"]

@@ -112,3 +112,26 @@ def test_only_qdrants_local_mode_is_searched_in_process(collection):
     assert is_embedded(QdrantClient(":memory:"))
     # A server's client (never contacted here) keeps its searches on the server.
     assert not is_embedded(QdrantClient(url="http://qdrant.test:6333", check_compatibility=False))
+
+
+async def test_the_searcher_reads_the_vectors_once_before_the_first_query_when_asked(collection, embed_model):
+    from dagrag.agents.searcher import SearchRequest
+    from dagrag.stack import build_searcher
+
+    client, _ = open_qdrant(collection)
+    searcher = build_searcher(collection, embed_model=embed_model)
+    scrolls: list[int] = []
+    real_scroll = client.scroll
+
+    def counted(*args, **kwargs):
+        scrolls.append(1)
+        return real_scroll(*args, **kwargs)
+
+    client.scroll = counted
+    try:
+        assert searcher.prepare() == client.count(collection.collection).count
+        read = len(scrolls)
+        [hits] = await searcher.asearch_layer([SearchRequest(text="Corliss Archer", top_k=3)])
+        assert hits.candidates and len(scrolls) == read  # the first query reads nothing more
+    finally:
+        del client.scroll

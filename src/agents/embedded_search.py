@@ -71,7 +71,7 @@ def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_na
     points = client.count(collection, exact=True).count
     names = [dense_name] + ([sparse_name] if sparse_name else [])
     ids: list[rest.ExtendedPointId] = []
-    dense: list[list[float]] = []
+    dense: list[np.ndarray] = []  # a page at a time: no list of Python floats for the whole collection
     columns: dict[int, int] = {}
     rows: list[int] = []
     cols: list[int] = []
@@ -81,11 +81,12 @@ def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_na
     while True:
         page, offset = client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=False,
                                      with_vectors=names)
-        for point in page:
-            vectors = point.vector if isinstance(point.vector, dict) else {}
+        paged = [point.vector if isinstance(point.vector, dict) else {} for point in page]
+        if page:
+            dense.append(unit_rows(np.asarray([vectors[dense_name] for vectors in paged], dtype=np.float32)))
+        for point, vectors in zip(page, paged):
             row = len(ids)
             ids.append(point.id)
-            dense.append(vectors[dense_name])  # type: ignore[arg-type]
             sparse = vectors.get(sparse_name) if sparse_name else None
             if isinstance(sparse, rest.SparseVector):
                 documents += 1
@@ -94,7 +95,7 @@ def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_na
                 values.extend(sparse.values)
         if offset is None:
             break
-    matrix = unit_rows(np.asarray(dense, dtype=np.float32)) if dense else np.zeros((0, 0), dtype=np.float32)
+    matrix = np.concatenate(dense) if dense else np.zeros((0, 0), dtype=np.float32)
     bm25 = None
     if sparse_name:
         csc = sp.csc_matrix((np.asarray(values, dtype=np.float64), (rows, cols)), shape=(len(ids), len(columns)))

@@ -105,6 +105,14 @@ class SearcherAgent:
         self._names = (now, names)
         return names
 
+    def prepare(self) -> int:
+        """Read an embedded collection's vectors now rather than in the first query (a server loads them at
+        startup); the points read, 0 for a Qdrant server (nothing to read)."""
+        if self.aclient is not None or not is_embedded(self.vector_store.client):
+            return 0
+        with self._sync_lock:
+            return len(self._embedded_search().index().ids)
+
     async def _embed(self, texts: list[str]) -> list[list[float]]:
         """Query embeddings, from the cache where the text was embedded before; the rest in one batch."""
         cached = [self.query_cache.get(text) for text in texts]

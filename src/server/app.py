@@ -80,6 +80,7 @@ def create_app(service: DagragService) -> ASGIApp:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # A mounted app's own lifespan does not run: start the WorkflowServer's runtime here.
         await owners.start()
+        await asyncio.to_thread(service.prepare)  # the embedded store's vectors, read before the first query
         try:
             async with workflow_server.contextmanager():
                 yield

@@ -256,6 +256,20 @@ class DagragService:
                 self._search_workflows.popitem(last=False)
             return workflow
 
+    def prepare(self) -> None:
+        """Read the embedded store's vectors before the first query (seconds per 100k passages); a failure is
+        logged, and the first search reports it."""
+        prepare = getattr(self.agents.searcher, "prepare", None)
+        if prepare is None:
+            return
+        try:
+            points = prepare()
+        except Exception as error:
+            logger.warning("could not read the collection's vectors at startup: %s", error)
+            return
+        if points:
+            logger.info("read %d passages' vectors of collection %r", points, self.settings.collection)
+
     async def check_ready(self) -> str | None:
         """None when Qdrant answers and the collection exists; else the reason, for a 503."""
         client = getattr(getattr(self.agents.searcher, "vector_store", None), "client", None)
