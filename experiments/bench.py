@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import platform
+import random
 import re
 import resource
 import shutil
@@ -613,16 +614,20 @@ async def bench_serve(cfg: BenchConfig, pool: Pool, embed_model: BaseEmbedding) 
                                "measurements interleaved (ABBA), caches cleared before each pass"}}
 
 
+def e2e_order(examples: Sequence[Example]) -> list[Example]:
+    """The order the e2e section (and profile_query.py) asks the pool's questions in: shuffled with seed 0."""
+    shuffled = list(examples)
+    random.Random(0).shuffle(shuffled)
+    return shuffled
+
+
 def bench_e2e_child(cfg: BenchConfig, out: Path) -> None:
     """In a fresh process: the default stack over the pool index, one question at a time."""
     settings = Settings()
     embed_model = build_embed_model(settings.embed_model, settings.embed_batch_size)
     pool = open_pool(cfg.data, cfg.index_dir, embed_model, pool_questions=cfg.pool_questions)
     workflow = QueryWorkflow.from_settings(pool.settings)  # the default stack, as `dagrag query` builds it
-    sample = list(pool.examples)
-    import random
-
-    random.Random(0).shuffle(sample)
+    sample = e2e_order(pool.examples)
     warmup, measured = sample[:2], sample[2: 2 + cfg.queries]
     walls: list[float] = []
     stage: dict[str, list[float]] = {}

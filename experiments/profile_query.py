@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -53,13 +52,6 @@ OTHER = "workflow and Python glue"
 
 def sample_questions() -> list[str]:
     return [json.loads(line)["question"] for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def pool_questions(examples: list[Any]) -> list[str]:
-    """bench.py's e2e order: the pool's questions shuffled with seed 0."""
-    shuffled = list(examples)
-    random.Random(0).shuffle(shuffled)
-    return [example.question for example in shuffled]
 
 
 async def profile(settings: Settings, asked: list[str], passages: int) -> dict[str, Any]:
@@ -116,12 +108,13 @@ def main(argv: list[str] | None = None) -> int:
             ingest_nodes(settings, nodes, build_embed_model(settings.embed_model, settings.embed_batch_size))
             asked, passages = sample_questions(), len(nodes)
         else:
-            from bench import open_pool
+            from bench import e2e_order, open_pool
 
             base = Settings(context_budget=args.budget)
             pool = open_pool(HOTPOTQA, Path(args.index_dir), build_embed_model(base.embed_model, base.embed_batch_size),
                              base=base)
-            settings, asked, passages = pool.settings, pool_questions(pool.examples), len(pool.nodes)
+            asked = [example.question for example in e2e_order(pool.examples)]
+            settings, passages = pool.settings, len(pool.nodes)
         report = asyncio.run(profile(settings, asked[: WARMUP + args.limit], passages))
     report["pool"] = args.pool
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

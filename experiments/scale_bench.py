@@ -322,9 +322,7 @@ def run_qdrant_local(corpus: Corpus, size: int, folder: Path, queries: list[list
         local = {"storage": "disk" if on_disk else "memory", "ingest_per_s": round(size / ingest_s, 1),
                  "ingest_s": round(ingest_s, 2), "build_s": 0.0, **timed, "rss_mb": round(rss, 1),
                  "disk_mb": round(disk_mb(folder), 1) if on_disk else None}
-        rows = {"qdrant-local": local}
-        if opts.get("in_process", True):
-            rows["dagrag-embedded"] = run_in_process(client, local, queries, truth, opts)
+        rows = {"qdrant-local": local, "dagrag-embedded": run_in_process(client, local, queries, truth, opts)}
     finally:
         client.close()
     return rows

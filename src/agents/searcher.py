@@ -172,7 +172,7 @@ class SearcherAgent:
 
     def _embedded_search(self) -> EmbeddedSearch:
         store = self.vector_store
-        if self._embedded is None or self._embedded.collection != store.collection_name:
+        if self._embedded is None:
             self._embedded = EmbeddedSearch(store.client, store.collection_name, store.dense_vector_name,
                                             store.sparse_vector_name if self.hybrid else None)
         return self._embedded
