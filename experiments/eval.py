@@ -61,6 +61,7 @@ from evalkit.metrics import (
 from evalkit.provenance import changed_settings, code_commit
 
 from dagrag import Plan, PlanOrigin, QueryResult, QueryWorkflow, Settings
+from dagrag.core.text import strip_citations
 from dagrag.ingest import ingest_nodes, make_node
 from dagrag.stack import build_agents, build_embed_model, build_llm, build_reranker
 from dagrag.store import open_vector_store
@@ -137,9 +138,11 @@ def score(example: Example, answer: str, source_ids: list[str], source_texts: li
         "f1": best_over_aliases(f1_score, short, example.answers),
         # A docs question's gold answer is a paraphrase; what was said matches when it holds the gold answer or
         # quotes every evidence passage (the extractive writer quotes, it does not paraphrase), both read as a
-        # reader sees them (`squash`): an answer need not repeat a link's URL or a `>>>` prompt.
+        # reader sees them (`squash`): an answer need not repeat a link's URL or a `>>>` prompt, and a quote that
+        # runs over two sentences is quoted when both are, each with its `[n]`.
         "match": max(best_over_aliases(answer_match, said, example.answers),
-                     float(example.is_docs and all(squash(quote) in squash(said) for quote in example.evidence))),
+                     float(example.is_docs and all(squash(quote) in squash(strip_citations(said))
+                                                   for quote in example.evidence))),
         "concise": float(bool(concise)),
         "recall": recall, "joint_recall": joint,
         "passages_per_question": len(source_ids), "context_tokens": tokens.count(source_texts), **extra,

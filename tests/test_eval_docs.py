@@ -193,3 +193,10 @@ def test_a_docs_answer_matches_when_it_quotes_every_evidence_passage():
                      evidence=[">>> md.convert(text)  # see [the API](api.md#convert)"])
     said = "Writing extensions: md.convert(text)  # see the API [1]"
     assert eval_script.score(linked, said, [], [], NoTokens(), {})["match"] == 1.0
+    # A quote that runs over two sentences is quoted when both are, each with its own citation mark.
+    spanning = Example(id="d3", question="q", answers=["-"], type="fact", paragraphs=[], documents=["a.md"],
+                       evidence=["defaults to 88 characters. This number was found to produce"])
+    said = "Line length: Black defaults to 88 characters. [1] This number was found to produce shorter files. [1]"
+    assert eval_script.score(spanning, said, [], [], NoTokens(), {})["match"] == 1.0
+    assert eval_script.score(spanning, "Line length: Black defaults to 88 characters. [1]", [], [], NoTokens(),
+                             {})["match"] == 0.0

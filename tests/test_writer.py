@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from dagrag.agents.writer import WriterAgent, excerpt, in_context
+from dagrag.agents.writer import WriterAgent, excerpt, in_context, quoted_sentences
 from dagrag.core.plan import ExecutedPlan, PlanOrigin, SubQuery
 from dagrag.core.result import RunLedger, Source
 
@@ -34,11 +34,44 @@ def test_a_sentence_is_read_after_its_documents_title() -> None:
 def test_the_answering_sentence_is_quoted_though_it_names_its_page_only_as_its(reranker) -> None:
     # Alone, "Its county seat is Harrowgate." is about nothing and scores under the page's other sentences;
     # read after its page's title it is the answer, and it is quoted so.
-    writer = WriterAgent(reranker, max_sentences=2)
+    writer = WriterAgent(reranker, max_sentences=1)
     sources = [source(1, "Brenton County", COUNTY_PAGE), source(2, "County seats of Vellmark", OTHER_PAGE)]
     answer = asyncio.run(writer.awrite(QUESTION, one_search_plan(QUESTION), sources, RunLedger()))
-    assert "Brenton County: Its county seat is Harrowgate. [1]" in answer.text
+    assert answer.text == "Brenton County: Its county seat is Harrowgate. [1]"
     assert "[2]" not in answer.text
+
+
+def sectioned(number: int, title: str, section: str, text: str) -> Source:
+    return source(number, title, text).model_copy(update={"metadata": {"title": title, "section": section}})
+
+
+def test_a_sentence_is_scored_and_quoted_under_its_section_heading(reranker) -> None:
+    # "Yes, there is support for 3.8 and higher." says what it supports only in its heading; read after the page's
+    # title alone it loses to the sentence about Windows, which the question's words do not ask for.
+    question = "Does the formatter run under PyPy?"
+    faq = [sectioned(1, "Frequently asked questions", "Can I run the formatter with PyPy?",
+                     "Yes, there is support for 3.8 and higher."),
+           sectioned(2, "Frequently asked questions", "Does the formatter run on Windows?",
+                     "The formatter runs on Windows, macOS and Linux.")]
+    answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, one_search_plan(question), faq,
+                                                                      RunLedger()))
+    assert answer.text == ("Frequently asked questions > Can I run the formatter with PyPy?: "
+                           "Yes, there is support for 3.8 and higher. [1]")
+
+
+def test_a_sources_next_quoted_sentence_reads_on_without_its_title_again(reranker) -> None:
+    question = "Where is the county seat of Brenton County and when was its courthouse built?"
+    page = "Its county seat is Harrowgate. The courthouse there was built in 1901. Its winters are mild and wet."
+    answer = asyncio.run(WriterAgent(reranker, max_sentences=2).awrite(
+        question, one_search_plan(question), [source(1, "Brenton County", page)], RunLedger()))
+    assert answer.text == ("Brenton County: Its county seat is Harrowgate. [1] "
+                           "The courthouse there was built in 1901. [1]")
+
+
+def test_a_quoted_sentence_keeps_the_space_before_a_dotted_name() -> None:
+    # Only the space a removed footnote mark leaves before punctuation goes: `-a .codehilite` is an option's value.
+    assert quoted_sentences("Run `pygmentize -a .codehilite > styles.css` once. See the docs [7] .") == [
+        "Run `pygmentize -a .codehilite > styles.css` once.", "See the docs."]
 
 
 def test_an_excerpt_shows_each_picked_sentence_after_the_one_before_it_and_marks_gaps() -> None:

@@ -4,8 +4,9 @@ LLM version: the answer in a few words ("Answer: …"), then grounded sentences 
 sources, whole or (LLM_EVIDENCE_SENTENCES) as excerpts: each source's best sentences by the cross-encoder, each after
 the sentence before it, so a small model on a CPU reads fewer tokens where chunks are long.
 Offline twin (and fallback): extractive — the source sentences that best answer the question and each
-subquery, each read after its document's title ("Brenton County: Its county seat is ...") and scored by the
-cross-encoder in one batch, each quoted so and cited.
+subquery, each read after its document's title and section ("Brenton County: Its county seat is ...",
+"FAQ > Can I run it with PyPy?: Yes, from 3.8 on.") and scored by the cross-encoder in one batch, each quoted so
+(a source's next sentence without the title again) and cited.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from ..core.plan import ExecutedPlan
 from ..core.replies import split_concise_answer
 from ..core.result import RunLedger, Source, WrittenAnswer
 from ..core.roles import Reranker
-from ..core.sources import fence_sources
+from ..core.sources import fence_sources, source_title
 from ..core.text import split_sentences, strip_citations
 from ..llm import LLMClient, describe_error
 
-_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])")
+# The space a removed "[7]" leaves before punctuation; not the one before a dotted name (`-a .codehilite`).
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
 NO_EVIDENCE_ANSWER = "I found no passage in the collection that answers this question."
 
 WRITER_SYSTEM = PromptTemplate(
@@ -63,10 +65,26 @@ def quoted_sentences(text: str) -> list[str]:
 
 
 def in_context(sentence: str, title: str) -> str:
-    """A sentence as the cross-encoder reads it and the answer quotes it: after its document's title, unless it
-    already names it. A sentence alone often says "It"/"Its county seat is ..." about the thing its page is
-    about; scored alone it reads as being about nothing, and quoted alone the reader cannot tell what "It" is."""
+    """A sentence as the cross-encoder reads it and the answer quotes it: after its document's title and section
+    (`sentence_context`), unless it already names them. A sentence alone often says "It"/"Its county seat is ..."
+    about the thing its page is about; scored alone it reads as being about nothing, and quoted alone the reader
+    cannot tell what "It" is."""
     return f"{title}: {sentence}" if title and title.lower() not in sentence.lower() else sentence
+
+
+def sentence_context(source: Source) -> str:
+    """What a source's sentences are read after: "Title > Section > Subsection" (`source_title`), or "" for a
+    passage with neither. In a structured document the heading often says what a sentence is about: "Yes, it is
+    supported from 3.8 on." answers "Does it run under PyPy?" only under the heading "Can I run it with PyPy?"."""
+    if not (source.metadata.get("title") or source.metadata.get("section")):
+        return ""
+    return source_title(source)
+
+
+def source_sentences(source: Source) -> list[str]:
+    """A source's quotable sentences, each in the context it is scored and quoted in (`in_context`)."""
+    context = sentence_context(source)
+    return [in_context(sentence, context) for sentence in quoted_sentences(source.text)]
 
 
 @dataclass(frozen=True)
@@ -74,7 +92,7 @@ class _Candidate:
     source_number: int
     position: int
     sentence: str
-    in_context: str  # what is scored: the sentence after its document's title
+    in_context: str  # what is scored: the sentence after its document's title and section
 
 
 @dataclass(frozen=True)
@@ -182,7 +200,7 @@ class WriterAgent:
 
     async def _score(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> _ScoredSentences:
         candidates = [
-            _Candidate(n, position, sentence, in_context(sentence, str(source.metadata.get("title") or "")))
+            _Candidate(n, position, sentence, in_context(sentence, sentence_context(source)))
             for n, source in enumerate(sources, start=1)
             for position, sentence in enumerate(quoted_sentences(source.text))
         ]
@@ -225,5 +243,11 @@ class WriterAgent:
                 chosen.append(index)
         chosen = chosen[: self.max_sentences]
         chosen.sort(key=lambda i: (candidates[i].source_number, candidates[i].position))
-        # Quoted as scored: "Brenton County: Its county seat is Harrowgate." says what "Its" is about.
-        return " ".join(f"{candidates[i].in_context} [{candidates[i].source_number}]" for i in chosen)
+        # Quoted as scored: "Brenton County: Its county seat is Harrowgate." says what "Its" is about; a source's
+        # next quoted sentence goes without the title again, so a passage's sentences read on as they were written.
+        quoted = []
+        for previous, index in zip([None, *chosen], chosen):
+            candidate = candidates[index]
+            same_source = previous is not None and candidates[previous].source_number == candidate.source_number
+            quoted.append(f"{candidate.sentence if same_source else candidate.in_context} [{candidate.source_number}]")
+        return " ".join(quoted)

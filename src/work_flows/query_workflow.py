@@ -27,7 +27,7 @@ from workflows import Context, Workflow, step
 from workflows.events import StopEvent
 
 from ..agents.resolver import ReferenceResolverAgent
-from ..agents.writer import in_context, quoted_sentences
+from ..agents.writer import source_sentences
 from ..config import Settings
 from ..core.inputs import check_history, check_question
 from ..core.names import KnownNames
@@ -312,8 +312,7 @@ class QueryWorkflow(Workflow):
             return None
         if not sources:
             return abstain_reason(answer_score([], []), threshold=self.policy.abstain_below)
-        sentences = [[in_context(sentence, str(s.metadata.get("title") or "")) for sentence in quoted_sentences(s.text)]
-                     for s in sources]
+        sentences = [source_sentences(s) for s in sources]
         flat = await self._question_scores(run, [t for own in sentences for t in own])
         if flat is None:
             return None
