@@ -200,3 +200,11 @@ def test_a_docs_answer_matches_when_it_quotes_every_evidence_passage():
     assert eval_script.score(spanning, said, [], [], NoTokens(), {})["match"] == 1.0
     assert eval_script.score(spanning, "Line length: Black defaults to 88 characters. [1]", [], [], NoTokens(),
                              {})["match"] == 0.0
+
+
+def test_a_quote_from_a_code_block_is_found_with_the_markup_it_has_there():
+    # In a fence the page keeps `**Markdown**`; the quote alone would read as prose and lose its asterisks.
+    page = 'Pipe it:\n\n```bash\necho "Some **Markdown** text." | python -m markdown\n```\n'
+    assert evidence_recall([page], ['echo "Some **Markdown** text." | python -m markdown']) == (1.0, 1.0)
+    assert evidence_recall(["Some **Markdown** text in prose."], ["Some Markdown text"]) == (1.0, 1.0)
+    assert evidence_recall([page], ["Some Markdown text. | python -m rst"]) == (0.0, 0.0)

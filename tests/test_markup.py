@@ -86,3 +86,20 @@ def test_the_offline_answer_quotes_no_markup(reranker) -> None:
                         layers=[["s1"]])
     answer = asyncio.run(WriterAgent(reranker).awrite(question, plan, [source], RunLedger()))
     assert "Don't write the files back" in answer.text and not LEFTOVER_MARKUP.search(answer.text)
+
+
+def test_emphasis_is_rendered_outside_code_and_ends_a_sentence_again() -> None:
+    assert plain("**We aim to release `main` every month.** This keeps it small.") == (
+        "We aim to release `main` every month. This keeps it small.")
+    assert plain("_Black_ is *not* configurable, **`--fast`** skips a check.") == (
+        "Black is not configurable, `--fast` skips a check.")
+    # Not emphasis: code, Python names, snake_case, arithmetic, globs, list items, version patterns.
+    kept = ["Use `**kwargs` and `f(*args)`.", "```python\nx = a * b * c\nprint(**kw)\n```\n", "call __init__()",
+            "snake_case_name and my_var", "2 * 3 * 4 = 24", "*.py and *.pyi", "* a list item", "'26.*.*'"]
+    for text in kept:
+        assert plain(text) == text
+
+
+def test_a_sentence_that_ends_inside_bold_is_its_own_sentence() -> None:
+    sentences = quoted_sentences("**We aim to release every 1-2 months.** This keeps the workload predictable.")
+    assert sentences == ["We aim to release every 1-2 months.", "This keeps the workload predictable."]

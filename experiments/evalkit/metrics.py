@@ -63,12 +63,17 @@ def squash(text: str) -> str:
     return " ".join(plain(text).split()).casefold()
 
 
+def quoted_in(quote: str, text: str) -> bool:
+    """Whether `text` holds `quote` as a reader sees both (`squash`) or as written (case and whitespace aside): a
+    quote cut from a code block (`echo "**bold**"`) keeps markup that the same words in prose would lose."""
+    return squash(quote) in squash(text) or " ".join(quote.split()).casefold() in " ".join(text.split()).casefold()
+
+
 def evidence_recall(passages: Sequence[str], evidence: Sequence[str]) -> tuple[float, float]:
-    """(share of evidence strings contained in at least one passage, 1 if all of them are); see `squash`."""
+    """(share of evidence strings contained in at least one passage, 1 if all of them are); see `quoted_in`."""
     if not evidence:
         return 0.0, 0.0
-    squashed = [squash(passage) for passage in passages]
-    found = sum(any(squash(piece) in passage for passage in squashed) for piece in evidence)
+    found = sum(any(quoted_in(piece, passage) for passage in passages) for piece in evidence)
     return found / len(evidence), float(found == len(evidence))
 
 

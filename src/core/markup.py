@@ -9,7 +9,9 @@ renders the constructs of Markdown, MyST, reStructuredText and the mkdocs family
 - directive and admonition lines go, their content stays (`` ```{note} ``, `:::{warning}`, `.. note::`,
   `!!! tip "Title"`, `=== "Tab"`, option lines `:key: value` after a directive);
 - labels (`(name)=`, `.. _name:`), attribute lists (`{: #id .class }`, `{ .label }`), HTML comments go;
-- doctest prompts (`>>> `, `... `) go, the code stays.
+- doctest prompts (`>>> `, `... `) go, the code stays;
+- emphasis outside code goes, its words stay (`**We aim to …**`, `_Black_`, `*not*`): a reader sees no asterisks, and
+  a sentence that ends inside bold ("… every month.** This …") is a sentence end again.
 
 Regular expressions and not a parser: the text is a chunk cut from a page (a fence may open in one chunk and close
 in the next), it mixes dialects no one parser reads, and every rule here only removes markup around words it keeps.
@@ -45,6 +47,16 @@ _LABEL_LINE = re.compile(r"^[ \t]*(?:\([\w./:-]+\)=|\.\.[ \t]+_[^:\n]+:)[ \t]*$\
 _ATTRIBUTE_LIST = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+))"
                              r"(?:[ \t]+(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+)))*[ \t]*\}")
 _DOCTEST_PROMPT = re.compile(r"^([ \t]*)(?:>>>|\.\.\.)(?:[ \t]|$)", re.MULTILINE)
+# Code is left as written: a fenced block (to its closing fence, or the chunk's end) or an inline code span.
+_CODE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|`+[^`\n]*`+", re.MULTILINE | re.DOTALL)
+# CommonMark's flanking rules, simplified: the marker touches a word on its inner side and none on its outer side
+# (so snake_case, `2 * 3 * 4`, "*.py" and a list's "* item" are not emphasis), and it closes on the same line.
+# Emphasis starts at a word (or a quote, bracket or code span): `26.*.*` is a pattern. A lone word in double
+# underscores is a Python name (__init__), not strong emphasis.
+_STRONG = re.compile(r"(?<![\w*\\])(\*\*(?=[^\W_]|[\x00\"'(\[])[^\n]+?(?<=[^\s*_])\*\*"
+                     r"|__(?=[^\W_]|[\x00\"'(\[])(?:(?!__)[^\n])*?\W(?:(?!__)[^\n])*?(?<=[^\s*_])__)(?![\w*])")
+_EMPHASIS = re.compile(r"(?<![\w*\\])([*_])(?=[^\W_]|[\x00\"'(\[])([^\n]+?)(?<=[^\s*_])\1(?![\w*])")
+_HELD = re.compile("\x00(\\d+)\x00")
 
 
 def _role(match: re.Match[str]) -> str:
@@ -75,4 +87,21 @@ def plain(text: str) -> str:
     text = _MYST_ROLE.sub(_role, text)
     text = _RST_ROLE.sub(_role, text)
     text = _ATTRIBUTE_LIST.sub("", text)
+    text = _without_emphasis(text)
     return _DOCTEST_PROMPT.sub(r"\1", text)
+
+
+def _without_emphasis(text: str) -> str:
+    """Emphasis markers removed from prose; code (blocks and spans, held aside meanwhile) is left as written."""
+    if "\x00" in text:  # the placeholder below; no document text has it, and one that does keeps its markers
+        return text
+    held: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        held.append(match.group(0))
+        return f"\x00{len(held) - 1}\x00"
+
+    prose = _CODE.sub(hold, text)
+    prose = _STRONG.sub(lambda m: m.group(1)[2:-2], prose)
+    prose = _EMPHASIS.sub(r"\2", prose)
+    return _HELD.sub(lambda m: held[int(m.group(1))], prose)
