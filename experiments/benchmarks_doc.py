@@ -187,6 +187,7 @@ def hotpotqa_section() -> str:
             continue
         config = summary["config"]
         systems = ",".join(summary["systems"])
+        commit = f"commit `{config['commit']}`" if config.get("commit") else "the file records no commit"
         command = (f"{PYTHON} experiments/eval.py --data {config['data']} --budget {config['budget']} "
                    f"--concurrency {config['concurrency']} --systems {systems} --out runs/hotpotqa-k{budget}")
         parts.append(f"""\
@@ -196,8 +197,8 @@ def hotpotqa_section() -> str:
         "latency p50 / p95 (s)"], summary_rows(summary))}
 
 Recorded with the run: {recorded(config, ("data", "questions", "budget", "concurrency", "corpus_paragraphs",
-                                          "embed_model", "reranker", "llm", "question_time_s"))}; the file
-records no commit. Made by `{command}`, then its `summary.json`, `summary.md` and `summary.png` copied to
+                                          "embed_model", "reranker", "llm", "question_time_s"))}; {commit}.
+Made by `{command}`, then its `summary.json`, `summary.md` and `summary.png` copied to
 `experiments/results/hotpotqa-k{budget}/`.
 
 {picture(folder / "summary.png", f"HotpotQA dev at budget {budget}: single against dag by type")}""".rstrip("\n")
