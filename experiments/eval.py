@@ -55,7 +55,7 @@ from evalkit.metrics import (
     exact_match,
     f1_score,
     percentile,
-    said_in,
+    quoted_in,
     supporting_recall,
 )
 from evalkit.provenance import changed_settings, code_commit
@@ -138,10 +138,10 @@ def score(example: Example, answer: str, source_ids: list[str], source_texts: li
         "f1": best_over_aliases(f1_score, short, example.answers),
         # A docs question's gold answer is a paraphrase; what was said matches when it holds the gold answer or
         # quotes every evidence passage (the extractive writer quotes, it does not paraphrase), both read as a
-        # reader sees them (`said_in`): an answer need not repeat a link's URL or a `>>>` prompt, and a quote that
-        # runs over two sentences is quoted when both are, each with its `[n]`; a table row when its cells are.
+        # reader sees them (`quoted_in`): an answer need not repeat a link's URL or a `>>>` prompt, and a quote that
+        # runs over two sentences is quoted when both are, each with its `[n]`.
         "match": max(best_over_aliases(answer_match, said, example.answers),
-                     float(example.is_docs and all(said_in(quote, strip_citations(said))
+                     float(example.is_docs and all(quoted_in(quote, strip_citations(said))
                                                    for quote in example.evidence))),
         "concise": float(bool(concise)),
         "recall": recall, "joint_recall": joint,

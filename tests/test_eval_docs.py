@@ -208,17 +208,3 @@ def test_a_quote_from_a_code_block_is_found_with_the_markup_it_has_there():
     assert evidence_recall([page], ['echo "Some **Markdown** text." | python -m markdown']) == (1.0, 1.0)
     assert evidence_recall(["Some **Markdown** text in prose."], ["Some Markdown text"]) == (1.0, 1.0)
     assert evidence_recall([page], ["Some Markdown text. | python -m rst"]) == (0.0, 0.0)
-
-
-def test_a_table_row_is_quoted_when_the_answer_reads_its_cells_out_in_order():
-    class NoTokens:
-        def count(self, texts: list[str]) -> int:
-            return 0
-
-    row = Example(id="d4", question="q", answers=["-"], type="table", paragraphs=[], documents=["a.md"],
-                  evidence=["`smart_angled_quotes` | `False`       | whether to convert angled quotes"])
-    said = ("SmartyPants > Usage: Option: `smart_angled_quotes`; Default value: `False`; Description: whether to "
-            "convert angled quotes. [1]")
-    assert eval_script.score(row, said, [], [], NoTokens(), {})["match"] == 1.0
-    swapped = "Option: `False`; Default value: `smart_angled_quotes`; whether to convert angled quotes. [1]"
-    assert eval_script.score(row, swapped, [], [], NoTokens(), {})["match"] == 0.0

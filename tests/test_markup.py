@@ -103,15 +103,3 @@ def test_emphasis_is_rendered_outside_code_and_ends_a_sentence_again() -> None:
 def test_a_sentence_that_ends_inside_bold_is_its_own_sentence() -> None:
     sentences = quoted_sentences("**We aim to release every 1-2 months.** This keeps the workload predictable.")
     assert sentences == ["We aim to release every 1-2 months.", "This keeps the workload predictable."]
-
-
-def test_a_pipe_table_on_a_real_page_is_read_out_row_by_row() -> None:
-    page = (CORPORA / "markdown" / "docs" / "extensions" / "smarty.md").read_text(encoding="utf-8")
-    sentences = quoted_sentences(page)
-    assert ("Option: `smart_angled_quotes`; Default value: `False`; Description: whether to convert angled quotes."
-            in sentences)
-    assert not any("------ |" in s or "| `True` |" in s for s in sentences)
-    # A table inside a code block is code, and stays as written.
-    fenced = "```\n| a | b |\n|---|---|\n| 1 | 2 |\n```"
-    assert plain(fenced) == fenced
-    assert plain("| Name | Value |\n|:---|---:|\n| a \\| b | `x|y` |\n") == "Name: a | b; Value: `x|y`.\n"

@@ -69,23 +69,6 @@ def quoted_in(quote: str, text: str) -> bool:
     return squash(quote) in squash(text) or " ".join(quote.split()).casefold() in " ".join(text.split()).casefold()
 
 
-def said_in(quote: str, answer: str) -> bool:
-    """Whether an answer quotes `quote` (`quoted_in`); a table row (`` `x` | `False` | what it does ``) is quoted when
-    its cells are, in order, as the writer reads a row out ("Option: `x`; Default: `False`; …")."""
-    if quoted_in(quote, answer):
-        return True
-    cells = [squash(cell) for cell in quote.split("|") if squash(cell)]
-    if len(cells) < 2:
-        return False
-    said, at = squash(answer), 0
-    for cell in cells:
-        at = said.find(cell, at)
-        if at < 0:
-            return False
-        at += len(cell)
-    return True
-
-
 def evidence_recall(passages: Sequence[str], evidence: Sequence[str]) -> tuple[float, float]:
     """(share of evidence strings contained in at least one passage, 1 if all of them are); see `quoted_in`."""
     if not evidence:

@@ -10,8 +10,6 @@ renders the constructs of Markdown, MyST, reStructuredText and the mkdocs family
   `!!! tip "Title"`, `=== "Tab"`, option lines `:key: value` after a directive);
 - labels (`(name)=`, `.. _name:`), attribute lists (`{: #id .class }`, `{ .label }`), HTML comments go;
 - doctest prompts (`>>> `, `... `) go, the code stays;
-- a pipe table's rows are read out, one line each: "Option: `smart_dashes`; Default: `True`; Description: …."
-  (a row alone is noise to the cross-encoder and to a reader, `` `smart_dashes` | `True` | whether … ``);
 - emphasis outside code goes, its words stay (`**We aim to …**`, `_Black_`, `*not*`): a reader sees no asterisks, and
   a sentence that ends inside bold ("… every month.** This …") is a sentence end again.
 
@@ -59,11 +57,6 @@ _STRONG = re.compile(r"(?<![\w*\\])(\*\*(?=[^\W_]|[\x00\"'(\[])[^\n]+?(?<=[^\s*_
                      r"|__(?=[^\W_]|[\x00\"'(\[])(?:(?!__)[^\n])*?\W(?:(?!__)[^\n])*?(?<=[^\s*_])__)(?![\w*])")
 _EMPHASIS = re.compile(r"(?<![\w*\\])([*_])(?=[^\W_]|[\x00\"'(\[])([^\n]+?)(?<=[^\s*_])\1(?![\w*])")
 _HELD = re.compile("\x00(\\d+)\x00")
-# A pipe table: a header row, its delimiter row (`---|:---:`), and the rows up to the first line without a pipe.
-_PIPE_TABLE = re.compile(r"^[ \t]*([^\n]*\|[^\n]*)\n"
-                         r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)+\|?[ \t]*(?:\n|$)"
-                         r"((?:[ \t]*[^\n]*\|[^\n]*(?:\n|$))*)", re.MULTILINE)
-_CELL_SEPARATOR = re.compile(r"(?<!\\)\|")
 
 
 def _role(match: re.Match[str]) -> str:
@@ -94,37 +87,13 @@ def plain(text: str) -> str:
     text = _MYST_ROLE.sub(_role, text)
     text = _RST_ROLE.sub(_role, text)
     text = _ATTRIBUTE_LIST.sub("", text)
-    text = _prose(text)
+    text = _without_emphasis(text)
     return _DOCTEST_PROMPT.sub(r"\1", text)
 
 
-def _row_cells(row: str) -> list[str]:
-    cells = _CELL_SEPARATOR.split(row.strip())
-    if cells and not cells[0].strip():
-        cells = cells[1:]
-    if cells and not cells[-1].strip():
-        cells = cells[:-1]
-    return [" ".join(cell.replace("\\|", "|").split()) for cell in cells]
-
-
-def _table(match: re.Match[str]) -> str:
-    """A pipe table's rows as a reader takes them in: "Option: `smart_dashes`; Default: `True`; Description: …."."""
-    headers = _row_cells(match.group(1))
-    rows = []
-    for row in match.group(2).splitlines():
-        if not row.strip():
-            continue
-        cells = _row_cells(row)
-        said = "; ".join(f"{header}: {cell}" if header else cell
-                         for header, cell in zip(headers + [""] * len(cells), cells) if cell)
-        rows.append(said if not said or said[-1] in ".!?" else f"{said}.")
-    return "\n".join(rows) + "\n"
-
-
-def _prose(text: str) -> str:
-    """Tables read out and emphasis markers removed in prose; code (blocks and spans, held aside meanwhile) is left
-    as written."""
-    if "\x00" in text:  # the placeholder below; no document text has it, and one that does keeps its markup
+def _without_emphasis(text: str) -> str:
+    """Emphasis markers removed from prose; code (blocks and spans, held aside meanwhile) is left as written."""
+    if "\x00" in text:  # the placeholder below; no document text has it, and one that does keeps its markers
         return text
     held: list[str] = []
 
@@ -133,7 +102,6 @@ def _prose(text: str) -> str:
         return f"\x00{len(held) - 1}\x00"
 
     prose = _CODE.sub(hold, text)
-    prose = _PIPE_TABLE.sub(_table, prose)
     prose = _STRONG.sub(lambda m: m.group(1)[2:-2], prose)
     prose = _EMPHASIS.sub(r"\2", prose)
     return _HELD.sub(lambda m: held[int(m.group(1))], prose)
