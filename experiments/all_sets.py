@@ -135,9 +135,10 @@ def table() -> str:
 
 def answers_table() -> str:
     """The Markdown table of what the answers say: gold answer in the answer (`match`; docs: or every evidence quote),
-    how often an answerable question abstained, and how often an out-of-collection one did, per set and budget."""
-    rows = ["| set | budget | single match | dag match | dag abstained (answerable) | dag abstained (out of "
-            "collection) | commit |", "|---|---|---|---|---|---|---|"]
+    the same over the questions whose evidence was all found, how often an answerable question abstained, and how
+    often an out-of-collection one did, per set and budget."""
+    rows = ["| set | budget | single match | dag match | dag match where the evidence was found | dag abstained "
+            "(answerable) | dag abstained (out of collection) | commit |", "|---|---|---|---|---|---|---|---|"]
     for record in records():
         single, dag = record["systems"]["single"], record["systems"]["dag"]
         if "match" not in dag:
@@ -145,7 +146,9 @@ def answers_table() -> str:
         ooc = dag["by_type"].get("out-of-collection")
         outside = f"{ooc['abstained']:.3f} ({ooc['n']} questions)" if ooc else "-"
         name = BY_NAME[record["set"]].description + (" (held out)" if record["held_out"] else "")
-        rows.append(f"| {name} | {record['budget']} | {single['match']:.3f} | {dag['match']:.3f} | "
+        found = (f"{dag['match_where_found']:.3f} ({dag['n_found']} questions)" if "match_where_found" in dag
+                 else "-")
+        rows.append(f"| {name} | {record['budget']} | {single['match']:.3f} | {dag['match']:.3f} | {found} | "
                     f"{dag.get('abstained', 0.0):.3f} | {outside} | {record['commit']} |")
     return "\n".join(rows)
 

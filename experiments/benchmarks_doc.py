@@ -146,8 +146,10 @@ questions for which all of it is there. The commit column is the commit each res
 
 ### What the answers say
 
-*match* is the share of answers that hold the gold answer (docs sets: or quote every evidence passage). An
-answer abstains when no kept passage answers the question (`ABSTAIN_BELOW`): the answerable column should be
+*match* is the share of answers that hold the gold answer (docs sets: or quote every evidence passage); *where the
+evidence was found* counts only the questions whose evidence was all handed to the writer, so it shows the writer's
+misses apart from retrieval's (HotpotQA-style yes/no questions never match: the offline writer quotes, it does not
+judge). An answer abstains when no kept passage answers the question (`ABSTAIN_BELOW`): the answerable column should be
 near 0. The last column asks each set's collection the questions of
 `experiments/data/out_of_collection_check.jsonl` (other domains, other software, invented names and options),
 which none of them answers: it should be near 1.

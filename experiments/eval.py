@@ -278,6 +278,12 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         latencies = [r["metrics"]["latency_s"] for r in items if not r.get("failed")]
         out.update(latency_p50_s=round(percentile(latencies, 50), 4), latency_p95_s=round(percentile(latencies, 95), 4),
                    n=len(items), failures=sum(bool(r.get("failed")) for r in items))
+        # Whether the answer says it once the evidence is in hand: match over the questions whose evidence was all
+        # handed to the writer (the writer's share of the misses, apart from retrieval's).
+        found = [r for r in items if r["metrics"].get("joint_recall") == 1]
+        if found:
+            out.update(match_where_found=round(sum(r["metrics"].get("match", 0) for r in found) / len(found), 4),
+                       n_found=len(found))
         return out
 
     by_system: dict[str, list[dict[str, Any]]] = defaultdict(list)

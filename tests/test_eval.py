@@ -165,6 +165,11 @@ def test_out_of_collection_questions_are_asked_too_and_counted_apart(tmp_path):
                              "--out", str(out)]) == 0
     dag = json.loads((out / "summary.json").read_text())["systems"]["dag"]
     assert dag["n"] == 2 and dag["abstained"] == 0.0  # the answerable questions alone
+    rows = [json.loads(line) for line in (out / "per_question.jsonl").read_text().splitlines()]
+    found = [r for r in rows if r["type"] != "out-of-collection" and r["metrics"]["joint_recall"] == 1]
+    # match over the questions whose evidence was all found, out-of-collection ones not among them
+    assert found and dag["n_found"] == len(found)
+    assert dag["match_where_found"] == round(sum(r["metrics"]["match"] for r in found) / len(found), 4)
     assert dag["by_type"]["out-of-collection"]["n"] == 2 and dag["by_type"]["out-of-collection"]["abstained"] == 1.0
     assert "| dag | out-of-collection |" in (out / "summary.md").read_text()
     bad = tmp_path / "bad.jsonl"
