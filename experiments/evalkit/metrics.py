@@ -63,17 +63,27 @@ def squash(text: str) -> str:
     return " ".join(plain(text).split()).casefold()
 
 
+def _read(text: str) -> tuple[str, str]:
+    """`text` as a reader sees it (`squash`) and as written (case and whitespace aside)."""
+    return squash(text), " ".join(text.split()).casefold()
+
+
+def _holds(text: tuple[str, str], quote: tuple[str, str]) -> bool:
+    return quote[0] in text[0] or quote[1] in text[1]
+
+
 def quoted_in(quote: str, text: str) -> bool:
     """Whether `text` holds `quote` as a reader sees both (`squash`) or as written (case and whitespace aside): a
     quote cut from a code block (`echo "**bold**"`) keeps markup that the same words in prose would lose."""
-    return squash(quote) in squash(text) or " ".join(quote.split()).casefold() in " ".join(text.split()).casefold()
+    return _holds(_read(text), _read(quote))
 
 
 def evidence_recall(passages: Sequence[str], evidence: Sequence[str]) -> tuple[float, float]:
     """(share of evidence strings contained in at least one passage, 1 if all of them are); see `quoted_in`."""
     if not evidence:
         return 0.0, 0.0
-    found = sum(any(quoted_in(piece, passage) for passage in passages) for piece in evidence)
+    read = [_read(passage) for passage in passages]  # each passage read once, not once per quote
+    found = sum(any(_holds(passage, _read(piece)) for passage in read) for piece in evidence)
     return found / len(evidence), float(found == len(evidence))
 
 

@@ -200,8 +200,9 @@ class WriterAgent:
 
     async def _score(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> _ScoredSentences:
         candidates = [
-            _Candidate(n, position, sentence, in_context(sentence, sentence_context(source)))
+            _Candidate(n, position, sentence, in_context(sentence, context))
             for n, source in enumerate(sources, start=1)
+            for context in [sentence_context(source)]  # once per source, not per sentence
             for position, sentence in enumerate(quoted_sentences(source.text))
         ]
         subquery_text = {sq.id: sq.text for sq in plan.subqueries}
