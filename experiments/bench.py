@@ -308,7 +308,8 @@ async def bench_network(cfg: BenchConfig, server: OpenAIServerProcess) -> dict[s
         "details": {"layer_s": round(median(layer), 4), "sequential_s": round(median(chain), 4),
                     "query_layer_s": round(median(layer_total), 4), "query_chain_s": round(median(chain_total), 4),
                     "calls": calls, "delay_s": NETWORK_DELAY_S, "reps": cfg.reps,
-                    "how": "same 4 subqueries as one layer vs as a 4-layer chain; embedding API and LLM-judge "
+                    "how": "same 4 subqueries as one layer vs as a 4-layer chain (the question, searched by "
+                           "every plan, in the first layer of both); embedding API and LLM-judge "
                            "reranker each sleep 100 ms per call; Qdrant in memory; median of per-run ratios"},
     }
 

@@ -31,12 +31,13 @@ def test_query_prints_the_answer_and_each_subquerys_status_in_the_plan(sample_en
     # A status in brackets must reach the terminal as text, not be swallowed as console markup.
     assert "s1: Scott Derrickson nationality  [covered best=" in printed
     assert "s2: Ed Wood nationality  [covered best=" in printed
+    assert "s0: Were Scott Derrickson and Ed Wood" in printed  # every plan searches the question as asked
 
 
 def test_query_json_is_the_query_result(sample_env, capsys):
     assert main(["query", QUESTION, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["question"] == QUESTION and [s["id"] for s in result["subqueries"]] == ["s1", "s2"]
+    assert result["question"] == QUESTION and [s["id"] for s in result["subqueries"]] == ["s1", "s2", "s0"]
 
 
 def test_a_bad_question_exits_2_naming_the_problem(sample_env, capsys):
@@ -152,4 +153,4 @@ def test_query_with_an_llm_prints_one_line_per_llm_call_when_it_is_done(sample_e
     assert calls == ["LLM planner: N tokens in N s", "LLM writer: attempt N failed after N s",
                      "LLM writer: N tokens in N s", "LLM verifier: N tokens in N s"]
     assert printed.index(next(line for line in printed if line.startswith("LLM planner"))) < printed.index(
-        "plan ready: 2 subqueries in 1 layer(s) (llm)")
+        "plan ready: 3 subqueries in 1 layer(s) (llm)")

@@ -189,3 +189,26 @@ async def test_a_hop_an_llm_wrote_runs_whatever_its_parent_found(make_workflow):
         SubQuery(id="s2", text="Who directed the film {s1}?", parents=["s1"])])
     result = await make_workflow().run(query=FILM, plan=written)
     assert result.path == "dag" and result.subqueries[1].status != "skipped" and result.subqueries[1].attempts >= 1
+
+
+async def test_a_plan_that_never_searches_the_question_still_has_the_single_paths_best_passage(make_workflow):
+    # A small model's decomposition gives up the strongest search there is: the question itself. The workflow adds
+    # it (s0, first), so the single path's best passage reaches the writer whatever the plan's searches find.
+    narrow = Plan(query=CORLISS, subqueries=[
+        SubQuery(id="s1", text="Who portrayed Corliss Archer?"),
+        SubQuery(id="s2", text="What government position was held by {s1}?", parents=["s1"])])
+    result = await make_workflow().run(query=CORLISS, plan=narrow)
+    single = await make_workflow(planner_enable_dag=False).run(query=CORLISS)
+    assert [(sq.id, sq.role) for sq in result.plan.subqueries] == [("s0", "question"), ("s1", "step"), ("s2", "hop")]
+    assert result.plan.layers[0] == ["s0", "s1"] and "added s0" in result.plan.notes[-1]
+    assert (result.sources[0].subquery_id, result.sources[0].node_id) == ("s0", single.sources[0].node_id)
+    assert {r.id for r in result.subqueries} == {"s0", "s1", "s2"}
+
+
+async def test_a_comparisons_sides_keep_their_turns_ahead_of_the_question(make_workflow):
+    sides = Plan(query="Were Scott Derrickson and Ed Wood of the same nationality?", subqueries=[
+        SubQuery(id="s1", text="Scott Derrickson nationality", role="side"),
+        SubQuery(id="s2", text="Ed Wood nationality", role="side")])
+    result = await make_workflow(context_budget=2).run(query=sides.query, plan=sides)
+    assert [sq.id for sq in result.plan.subqueries] == ["s1", "s2", "s0"]
+    assert [s.subquery_id for s in result.sources] == ["s1", "s2"]  # at budget 2 each side keeps its document

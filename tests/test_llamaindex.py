@@ -70,9 +70,9 @@ async def test_the_query_engine_answers_with_source_nodes_in_citation_order(offl
     assert first.node.metadata["subquery_id"] == "s1" and first.node.metadata["rank_in_subquery"] == 1
     assert first.node.metadata["citation"] == 1 and first.score > 0.9
     metadata = response.metadata
-    assert [sq["id"] for sq in metadata["plan"]["subqueries"]] == ["s1", "s2"]
-    assert metadata["plan"]["layers"] == [["s1", "s2"]] and metadata["plan"]["origin"] == "offline"
-    assert metadata["coverage"]["covered_count"] == 2 and metadata["coverage"]["coverage_ratio"] == 1.0
+    assert [sq["id"] for sq in metadata["plan"]["subqueries"]] == ["s1", "s2", "s0"]  # the sides, the question
+    assert metadata["plan"]["layers"] == [["s1", "s2", "s0"]] and metadata["plan"]["origin"] == "offline"
+    assert metadata["coverage"]["covered_count"] == 3 and metadata["coverage"]["coverage_ratio"] == 1.0
     assert metadata["retrieval_confidence"] == "high"
     assert metadata["verification"]["support_rate"] == 1.0 and metadata["degradations"] == []
     assert "flowchart TB" in metadata["mermaid"]

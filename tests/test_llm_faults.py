@@ -109,7 +109,7 @@ async def test_each_fault_is_retried_then_every_agent_falls_back_and_says_why(se
         ("verifier", "lexical/cross-encoder verifier")]
     for degradation in result.degradations:
         assert "3 attempts failed, the last: " in degradation.reason and reason in degradation.reason
-    assert result.plan.origin.value == "fallback" and len(result.plan.subqueries) == 2
+    assert result.plan.origin.value == "fallback" and len(result.plan.subqueries) == 3
     assert result.answer and result.sources and result.verification.method == "lexical+cross-encoder"
     assert {s.metadata["title"] for s in result.sources} >= {"Scott Derrickson", "Ed Wood"}
 

@@ -29,6 +29,11 @@ def server():
         yield running
 
 
+def hop(result):
+    """The plan's hop, s2 (s0 is the question itself, which every plan searches)."""
+    return next(r for r in result.subqueries if r.id == "s2")
+
+
 @pytest.fixture
 def llm_workflow(server, make_workflow):
     def build(**overrides):  # the resolver is off by default; this module is about what it does when on
@@ -39,14 +44,14 @@ def llm_workflow(server, make_workflow):
 async def test_by_default_the_bridge_search_fills_a_reference_not_the_llm(server, llm_workflow):
     result = await llm_workflow(resolve_with_llm=False).run(query=CORLISS)
     assert not server.requests_of("resolver")
-    assert "Shirley Temple" in result.subqueries[1].searched_as  # the entity s1's page names, found offline
+    assert "Shirley Temple" in hop(result).searched_as  # the entity s1's page names, found offline
     assert [c.agent for c in result.llm_calls.calls] == ["planner", "writer", "verifier"]
 
 
 async def test_the_resolver_rewrites_the_dependent_subquery_from_the_parents_passage(server, llm_workflow):
     server.script("resolver", json.dumps({"s2": "government position held by Shirley Temple"}))
     result = await llm_workflow().run(query=CORLISS)
-    hop2 = result.subqueries[1]
+    hop2 = hop(result)
     assert hop2.searched_as == "government position held by Shirley Temple"
     assert [s.metadata["title"] for s in result.sources] == ["Kiss and Tell (1945 film)", "Shirley Temple"]
     # The resolver saw s1's best passage, fenced as data, and the child with its reference.
@@ -61,7 +66,7 @@ async def test_without_a_usable_rewrite_the_bridge_entity_searches_take_over(ser
     server.script("resolver", reply)
     result = await llm_workflow().run(query=CORLISS)
     assert "Shirley Temple" in [s.metadata["title"] for s in result.sources]
-    assert "Shirley Temple" in result.subqueries[1].searched_as
+    assert "Shirley Temple" in hop(result).searched_as
     if reply != json.dumps({"s2": "still {s1}"}):
         assert [d.agent for d in result.degradations] == ["resolver"]
 
@@ -111,7 +116,7 @@ async def test_an_unsupported_sentence_sends_its_subquery_back_and_the_writer_re
                   SUPPORTED)
     result = await llm_workflow().run(query=CORLISS)
     assert result.backtracked_subqueries == ["s2"]
-    assert [r.attempts for r in result.subqueries] == [1, 2]  # only the subquery behind the sentence
+    assert [r.attempts for r in result.subqueries] == [1, 1, 2]  # only the subquery behind the sentence
     assert len(server.requests_of("writer")) == 2 and len(server.requests_of("verifier")) == 2
     assert result.answer.startswith("Shirley Temple served as Chief of Protocol")
     assert result.verification.support_rate == 1.0

@@ -18,9 +18,11 @@ GOOD_PLAN = {
         {"id": "s2", "text": "Ed Wood nationality", "parents": [], "hints": {"must_include": ["Ed Wood"]}},
     ],
 }
-WRITER_REPLY = "Yes, both are American [1][2]. Scott Derrickson is an American director [1]."
+# Sources: s0 (the question itself, which every plan searches) finds Ed Wood first, then s1 Scott Derrickson.
+ADDED_QUESTION_NOTE = "added s0: the question as asked (every plan searches it)"
+WRITER_REPLY = "Yes, both are American [1][2]. Scott Derrickson is an American director [2]."
 VERIFIER_REPLY = json.dumps({"sentences": [{"index": 1, "supported": True, "source": 1},
-                                           {"index": 2, "supported": True, "source": 1}]})
+                                           {"index": 2, "supported": True, "source": 2}]})
 
 
 @pytest.fixture
@@ -41,8 +43,9 @@ def llm_workflow(server, make_workflow):
 async def test_a_good_plan_is_used_as_is_and_every_call_is_accounted(server, llm_workflow):
     server.script("planner", json.dumps(GOOD_PLAN))
     result = await llm_workflow().run(query=QUESTION)
-    assert result.plan.origin.value == "llm" and result.plan.notes == []
-    assert [sq.text for sq in result.plan.subqueries] == ["Scott Derrickson nationality", "Ed Wood nationality"]
+    assert result.plan.origin.value == "llm" and result.plan.notes == [ADDED_QUESTION_NOTE]
+    assert [sq.text for sq in result.plan.subqueries] == [QUESTION, "Scott Derrickson nationality",
+                                                          "Ed Wood nationality"]
     assert result.answer == WRITER_REPLY
     assert result.verification.method == "llm" and result.verification.support_rate == 1.0
     assert [c.agent for c in result.llm_calls.calls] == ["planner", "writer", "verifier"]
@@ -58,14 +61,15 @@ async def test_a_good_plan_is_used_as_is_and_every_call_is_accounted(server, llm
     assert result.concise_answer is None  # this writer reply has no "Answer:" line
     # Sources reach the writer fenced as data.
     writer_prompt = server.requests_of("writer")[0]["messages"][-1]["content"]
-    assert '<source id="1" title="Scott Derrickson">' in writer_prompt
+    assert '<source id="2" title="Scott Derrickson">' in writer_prompt
 
 
 async def test_planner_rule_plans_without_the_llm_which_still_writes_and_verifies(server, llm_workflow):
     server.script("planner", json.dumps(GOOD_PLAN))
     result = await llm_workflow(planner="rule").run(query=QUESTION)
     assert not server.requests_of("planner") and result.plan.origin.value == "offline"
-    assert [sq.text for sq in result.plan.subqueries] == [sq.text for sq in plan_offline(QUESTION).subqueries]
+    assert [sq.text for sq in result.plan.subqueries] == [
+        *(sq.text for sq in plan_offline(QUESTION).subqueries), QUESTION]  # the sides, then the question itself
     assert [c.agent for c in result.llm_calls.calls] == ["writer", "verifier"]
     assert result.answer == WRITER_REPLY and result.verification.method == "llm"
 
@@ -77,7 +81,7 @@ async def test_planner_rule_plans_without_the_llm_which_still_writes_and_verifie
 async def test_fenced_or_prose_wrapped_plans_are_extracted(server, llm_workflow, wrap):
     server.script("planner", wrap(json.dumps(GOOD_PLAN)))
     result = await llm_workflow().run(query=QUESTION)
-    assert result.plan.origin.value == "llm" and len(result.plan.subqueries) == 2
+    assert result.plan.origin.value == "llm" and len(result.plan.subqueries) == 3
     assert len(server.requests_of("planner")) == 1
 
 
@@ -88,7 +92,7 @@ async def test_a_repairable_plan_is_repaired_and_says_so(server, llm_workflow):
     result = await llm_workflow().run(query=QUESTION)
     assert result.plan.origin.value == "repaired"
     assert any("self-parent" in n for n in result.plan.notes) and any("'s7'" in n for n in result.plan.notes)
-    assert result.plan.layers == [["s1", "s2"]]
+    assert result.plan.layers == [["s0", "s1", "s2"]]
 
 
 async def test_garbage_is_retried_once_with_the_error_then_falls_back(server, llm_workflow):
@@ -99,8 +103,8 @@ async def test_garbage_is_retried_once_with_the_error_then_falls_back(server, ll
     assert "could not be used: the reply holds no JSON object" in requests[1]["messages"][-1]["content"]
     assert result.plan.origin.value == "fallback"
     assert [d.agent for d in result.degradations] == ["planner"]
-    # The fallback is the rule planner's plan: one subquery per person.
-    assert [sq.hints.must_include for sq in result.plan.subqueries] == [["Scott Derrickson"], ["Ed Wood"]]
+    # The fallback is the rule planner's plan: one subquery per person (then the question itself).
+    assert [sq.hints.must_include for sq in result.plan.subqueries] == [["Scott Derrickson"], ["Ed Wood"], []]
 
 
 async def test_server_errors_fall_back_to_the_offline_twins(server, llm_workflow):
@@ -115,12 +119,12 @@ async def test_server_errors_fall_back_to_the_offline_twins(server, llm_workflow
 
 async def test_citations_of_sources_that_do_not_exist_are_flagged(server, llm_workflow):
     server.script("planner", json.dumps(GOOD_PLAN))
-    server.script("writer", "Both are American [9]. Scott Derrickson is an American director [1].")
+    server.script("writer", "Both are American [9]. Scott Derrickson is an American director [2].")
     server.script("verifier", "not json")
     result = await llm_workflow().run(query=QUESTION)
     first, second = result.verification.sentences
     assert first.unknown_citations == [9] and not first.supported and "do not exist" in first.reason
-    assert second.supported and second.supporting_source == 1
+    assert second.supported and second.supporting_source == 2
     assert [d.agent for d in result.degradations] == ["verifier"]
 
 
@@ -132,7 +136,7 @@ async def test_a_judge_reply_cut_short_keeps_its_verdicts_and_the_rest_are_judge
     result = await llm_workflow().run(query=QUESTION)
     first, second = result.verification.sentences
     assert first.method == "llm" and first.supported and first.reason == "said"
-    assert second.method == "lexical+cross-encoder" and second.supported and second.supporting_source == 1
+    assert second.method == "lexical+cross-encoder" and second.supported and second.supporting_source == 2
     assert result.verification.method == "llm"
     assert [(d.agent, d.fallback) for d in result.degradations] == [
         ("verifier", "lexical/cross-encoder verifier for those")]

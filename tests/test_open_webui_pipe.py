@@ -90,9 +90,10 @@ async def test_a_comparison_streams_status_then_sources_then_the_answer_with_its
     answer = await make_pipe(live.url).pipe(chat(DERRICKSON), __user__={"id": "u1"}, __event_emitter__=emitter)
 
     statuses = emitter.statuses()
-    assert statuses[:-1] == [("planning the searches…", False), ("plan: 2 subqueries in 1 layer", False),
-                             ("searching s1, s2 …", False), ("verifying the answer against its sources…", False)]
-    assert statuses[-1] == ("4 sources · 2/2 subqueries covered · confidence high", True)
+    # one search per side, then the question itself (every plan searches it)
+    assert statuses[:-1] == [("planning the searches…", False), ("plan: 3 subqueries in 1 layer", False),
+                             ("searching s1, s2, s0 …", False), ("verifying the answer against its sources…", False)]
+    assert statuses[-1] == ("4 sources · 3/3 subqueries covered · confidence high", True)
     # Every status comes before the first source, and the sources come in citation order.
     assert [e["type"] for e in emitter.events] == ["status"] * 4 + ["source"] * 4 + ["status"]
     sources = emitter.sources()
@@ -193,5 +194,5 @@ async def test_with_an_llm_each_calls_progress_reaches_open_webui_through_the_se
             answer = await make_pipe(live.url, show_plan=False).pipe(chat(DERRICKSON), __event_emitter__=emitter)
     assert answer == WRITER_REPLY
     assert [line for line, _ in emitter.statuses()[:-1]] == [
-        "planning the searches…", "planning…", "plan: 2 subqueries in 1 layer", "searching s1, s2 …",
+        "planning the searches…", "planning…", "plan: 3 subqueries in 1 layer", "searching s0, s1, s2 …",
         "writing the answer…", "verifying the answer against its sources…", "verifying…"]

@@ -38,8 +38,9 @@ KEY = "test-key-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 DERRICKSON = "Were Scott Derrickson and Ed Wood of the same nationality?"
 KISS_AND_TELL = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
-PROGRESS_ORDER = ["PlanChosen", "LayerStarted", "SubqueryDone", "SubqueryDone", "LayerDone", "AnswerWritten",
-                  "VerificationDone"]
+# a comparison: one search per side, then the question itself (every plan searches it), in one layer
+PROGRESS_ORDER = ["PlanChosen", "LayerStarted", "SubqueryDone", "SubqueryDone", "SubqueryDone", "LayerDone",
+                  "AnswerWritten", "VerificationDone"]
 HANG_GUARD_S = 120.0
 
 
@@ -147,7 +148,7 @@ def test_query_returns_the_query_result(client: httpx.Client):
     result = response.json()
     assert result["question"] == DERRICKSON and result["answer"]
     assert {s["metadata"]["title"] for s in result["sources"]} >= {"Scott Derrickson", "Ed Wood"}
-    assert [sq["id"] for sq in result["plan"]["subqueries"]] == ["s1", "s2"]
+    assert [sq["id"] for sq in result["plan"]["subqueries"]] == ["s1", "s2", "s0"]
 
 
 def test_query_takes_history(client: httpx.Client):
@@ -165,7 +166,7 @@ def test_query_stream_sends_progress_in_order_then_the_result(client: httpx.Clie
     names = [name for name, _ in events]
     assert names == [*PROGRESS_ORDER, "result"]
     plan = events[0][1]
-    assert plan["question"] == DERRICKSON and [sq["id"] for sq in plan["subqueries"]] == ["s1", "s2"]
+    assert plan["question"] == DERRICKSON and [sq["id"] for sq in plan["subqueries"]] == ["s1", "s2", "s0"]
     assert all(len(json.dumps(data)) < 20_000 for _, data in events[:-1])  # summaries, not the run's state
     assert events[-1][1]["answer"] and events[-1][1]["question"] == DERRICKSON
 

@@ -18,8 +18,10 @@ async def test_comparison_question_gets_one_subquery_per_person_and_both_gold_pa
     result = await make_workflow().run(query=DERRICKSON)
     assert isinstance(result, QueryResult)
     assert result.plan.origin.value == "offline" and result.path == "dag"
-    assert [sq.hints.must_include for sq in result.plan.subqueries] == [["Scott Derrickson"], ["Ed Wood"]]
-    assert result.plan.layers == [["s1", "s2"]]
+    # one side each, then the question itself (every plan searches it)
+    assert [sq.hints.must_include for sq in result.plan.subqueries] == [["Scott Derrickson"], ["Ed Wood"], []]
+    assert [sq.role for sq in result.plan.subqueries] == ["side", "side", "question"]
+    assert result.plan.layers == [["s1", "s2", "s0"]]
     titles = {s.metadata["title"] for s in result.sources}
     assert set(record_for(DERRICKSON)["supporting_titles"]) <= titles
     best = {s.subquery_id: s.metadata["title"] for s in result.sources if s.rank_in_subquery == 1}
@@ -28,21 +30,21 @@ async def test_comparison_question_gets_one_subquery_per_person_and_both_gold_pa
 
 async def test_names_typed_in_lower_case_are_known_from_the_collections_titles(make_workflow):
     result = await make_workflow().run(query=DERRICKSON.lower())
-    assert result.plan.layers == [["s1", "s2"]]
+    assert result.plan.layers == [["s1", "s2", "s0"]]
     best = {s.subquery_id: s.metadata["title"] for s in result.sources if s.rank_in_subquery == 1}
     assert best == {"s1": "Scott Derrickson", "s2": "Ed Wood"}
 
 
 async def test_a_than_comparison_searches_each_side_and_finds_both_people(make_workflow):
     result = await make_workflow().run(query="Was Ed Wood born earlier than Scott Derrickson?")
-    assert [sq.text for sq in result.plan.subqueries] == ["Ed Wood born date", "Scott Derrickson born date"]
+    assert [sq.text for sq in result.plan.subqueries][:2] == ["Ed Wood born date", "Scott Derrickson born date"]
     best = {s.subquery_id: s.metadata["title"] for s in result.sources if s.rank_in_subquery == 1}
     assert best == {"s1": "Ed Wood", "s2": "Scott Derrickson"}
 
 
 async def test_a_list_of_three_people_is_one_layer_of_three_searches(make_workflow):
     result = await make_workflow().run(query="Who is older, Scott Derrickson, Ed Wood or Shirley Temple?")
-    assert result.plan.layers == [["s1", "s2", "s3"]]
+    assert result.plan.layers == [["s1", "s2", "s3", "s0"]]
     best = {s.subquery_id: s.metadata["title"] for s in result.sources if s.rank_in_subquery == 1}
     assert best == {"s1": "Scott Derrickson", "s2": "Ed Wood", "s3": "Shirley Temple"}
 
@@ -51,10 +53,11 @@ async def test_result_fields_are_complete_and_consistent(make_workflow):
     result = await make_workflow().run(query=DERRICKSON)
     features = result.retrieval_confidence_features
     assert {"subquery_count", "covered_count", "coverage_ratio"} <= set(features)
-    assert features["subquery_count"] == 2 and features["coverage_ratio"] == features["covered_count"] / 2
+    assert features["subquery_count"] == 3 and features["coverage_ratio"] == features["covered_count"] / 3
     assert result.retrieval_confidence in {"high", "mid", "low"}
     assert 0 < len(result.sources) <= Settings().context_budget
-    assert all(s.subquery_id in {"s1", "s2"} and s.rank_in_subquery >= 1 and 0 <= s.score <= 1 for s in result.sources)
+    assert all(s.subquery_id in {"s1", "s2", "s0"} and s.rank_in_subquery >= 1 and 0 <= s.score <= 1
+               for s in result.sources)
     assert {"plan_s", "search_s", "rerank_s", "judge_s", "write_s", "verify_s", "total_s"} <= set(result.timings)
     assert not result.abstained and result.abstain_reason is None
     assert result.llm_calls.count == 0
@@ -72,7 +75,7 @@ async def test_result_fields_are_complete_and_consistent(make_workflow):
                          ids=lambda r: r["question"][:40])
 async def test_offline_plans_find_the_gold_paragraphs_of_comparison_questions(make_workflow, record):
     result = await make_workflow().run(query=record["question"])
-    assert len(result.plan.subqueries) == 2
+    assert [sq.role for sq in result.plan.subqueries] == ["side", "side", "question"]
     titles = {s.metadata["title"] for s in result.sources}
     assert set(record["supporting_titles"]) <= titles
 
@@ -91,8 +94,8 @@ async def test_progress_is_streamed_in_pipeline_order(make_workflow):
             if isinstance(event, (PlanChosen, LayerStarted, SubqueryDone, LayerDone, AnswerWritten,
                                   VerificationDone))]
     result = await handler
-    assert seen == ["PlanChosen", "LayerStarted", "SubqueryDone", "SubqueryDone", "LayerDone", "AnswerWritten",
-                    "VerificationDone"]
+    assert seen == ["PlanChosen", "LayerStarted", "SubqueryDone", "SubqueryDone", "SubqueryDone", "LayerDone",
+                    "AnswerWritten", "VerificationDone"]
     assert result.answer
 
 

@@ -33,7 +33,9 @@ the writer. A hop an LLM wrote ("What river flows through {s1}?") follows a pare
 narrower ("In which city was Ada Lovelace born?"): that parent's next passages are more about the city,
 not the single path's passages, and the LLM wrote the hop because it judged a second fact necessary; the
 question's words occurring in the city's passages says nothing about whether the river's page was found.
-A one-subquery LLM plan needs no rule: it is the single path already and hands over the whole budget.
+An LLM's plan that does not search the question gains that search (`core.plan.with_question_searched`), first in
+its first layer, so the single path's best passage is among its evidence whatever the LLM's searches find; a plan
+of the question alone is the single path and hands over the whole budget.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from ..agents.writer import source_sentences
 from ..config import Settings
 from ..core.inputs import check_history, check_question
 from ..core.names import KnownNames
-from ..core.plan import ExecutedPlan, SubQuery, parent_references
+from ..core.plan import ExecutedPlan, SubQuery, parent_references, with_question_searched
 from ..core.result import ProgressListener, RunLedger, Source, Verification, WrittenAnswer
 from ..core.roles import (
     NameSource,
@@ -174,6 +174,7 @@ class QueryWorkflow(Workflow):
         if plan is None:
             ledger.degrade("planner", "query deadline passed", "rule-based planner")
             plan = self.planner.fallback_plan(question, history, "the query deadline passed while planning")
+        plan = with_question_searched(plan)
         run = QueryRun(question=question, plan=plan, ledger=ledger, started_at=started, deadline=deadline,
                        path=path_of(self.policy, plan), known_names=await self._known_names(plan))
         if run.out_of_time():
