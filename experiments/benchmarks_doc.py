@@ -549,6 +549,48 @@ LLM call per question.
 {shown}"""
 
 
+PLANNER_PROBE = "planner-probe"
+LLM_PLANNER = "real-llm-planner"
+LLM_PLANNER_COLUMNS = ("n", "f1", "match", "recall", "joint_recall", "llm_calls", "llm_prompt_tokens",
+                       "latency_p50_s", "failures")
+
+
+def planner_section() -> str:
+    """Which planner suits a small model: its recorded plans replayed offline, and the LLM planner end to end."""
+    probes = sorted((RESULTS / PLANNER_PROBE).glob("*.json"))
+    runs = sorted((RESULTS / LLM_PLANNER).glob("*.json"))
+    if not probes and not runs:
+        return ""
+    probe_rows = []
+    for path in probes:
+        data = load(path)
+        for system, numbers in data["systems"].items():
+            probe_rows.append([path.stem, system, show(numbers["n"]), f"{numbers['recall']:.3f}",
+                               f"{numbers['joint_recall']:.3f}", f"{numbers['subqueries']:.2f}"])
+    run_rows = [[path.stem, system, *(show(numbers.get(c)) for c in LLM_PLANNER_COLUMNS)]
+                for path in runs for system, numbers in load(path)["systems"].items()]
+    commits = sorted(({load(path).get("commit") for path in probes}
+                      | {load(path).get("config", {}).get("commit") for path in runs}) - {None}) or ["not recorded"]
+    return f"""## The LLM planner with a small model
+
+Qwen2.5-Coder-1.5B-Instruct (`scripts/local_llm.sh start`) as the planner, budget 4. Its plans, recorded once
+(one LLM call per question) and replayed offline beside the rule planner's and the question alone (`single`),
+each scored by what it hands the writer (`experiments/planner_probe.py`; HotpotQA dev 20 bridge + 20 comparison
+seed 1, MuSiQue 20 seed 1, the black docs):
+
+{table(["set", "planner", "n", "recall", "joint recall", "subqueries"], probe_rows)}
+
+End to end with the same model writing (`DAGRAG_PLANNER=llm`, today's defaults; `dag` makes its plan afresh, so its
+retrieval can differ from the replay's):
+
+{table(["set", "system", *LLM_PLANNER_COLUMNS], run_rows)}
+
+Commits: {", ".join(f"`{c}`" for c in commits)}. Made by `{PYTHON} experiments/planner_probe.py --data … --out
+runs/planner-…` (its `summary.json` copied to `experiments/results/{PLANNER_PROBE}/`) and `DAGRAG_PLANNER=llm
+{PYTHON} experiments/eval.py --data … --seed 1 --budget 4 --concurrency 1 --systems single,dag` (its `summary.json`
+copied to `experiments/results/{LLM_PLANNER}/`). Latencies are on 2 cores shared with the model's server."""
+
+
 SMALL_MODEL_FILE = "real-llm-small-model.json"
 SMALL_MODEL_COLUMNS = ("n", "f1", "match", "joint_recall", "support_rate", "llm_calls", "llm_prompt_tokens",
                        "latency_p50_s", "failures")
@@ -599,7 +641,8 @@ Made by `experiments/small_model_bench.sh` (about two hours; resumable), summari
 
 
 SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, profile_section, serve_load_section,
-            ingest_section, embedders_section, rerank_section, real_llm_section, small_model_section)
+            ingest_section, embedders_section, rerank_section, real_llm_section, small_model_section,
+            planner_section)
 
 
 def render() -> str:

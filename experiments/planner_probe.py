@@ -37,6 +37,7 @@ from eval import (
 )
 from evalkit.data import Example, decomposition_plan, load_examples
 from evalkit.docs import docs_corpus_folder
+from evalkit.provenance import code_commit
 from tqdm import tqdm
 
 from dagrag import Plan, Settings
@@ -154,6 +155,11 @@ async def main(args: argparse.Namespace) -> None:
         f"LLM plans: {', '.join(f'{o} {c}' for o, c in origins.items())}"
         + (f"; {sum(seconds) / len(seconds):.1f} s per plan" if seconds else "")])
     write_atomically(out / "summary.md", text + "\n")
+    write_atomically(out / "summary.json", json.dumps({
+        "data": Path(args.data).name, "budget": args.budget, "questions": len(asked), "commit": code_commit(),
+        "plan_origins": origins, "seconds_per_plan": round(sum(seconds) / len(seconds), 1) if seconds else None,
+        "systems": {name: {key: round(summary[key], 4) for key in ("n", "recall", "joint_recall", "subqueries")}
+                    for name, summary in systems.items()}}, indent=1) + "\n")
     print(text)
 
 
@@ -166,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--per-type", type=int)
     parser.add_argument("--budget", type=int, default=4)
     parser.add_argument("--index-dir", default=".dagrag/eval-qdrant")
-    parser.add_argument("--out", required=True, help="folder: plans.jsonl (resumable), per_question.jsonl, summary.md")
+    parser.add_argument("--out", required=True,
+                        help="folder: plans.jsonl (resumable), per_question.jsonl, summary.md, summary.json")
     return parser
 
 

@@ -43,8 +43,24 @@ def test_a_missing_result_file_leaves_its_section_out(tmp_path, monkeypatch):
     page = benchmarks_doc.render()
     assert "## Every benchmark set" in page  # all_sets' own folder is still there
     for section in ("## HotpotQA dev", "## What each feature adds", "## Latency and cost", "## Chunking",
-                    "## Rerank settings", "## With a real local LLM"):
+                    "## Rerank settings", "## With a real local LLM", "## The LLM planner with a small model"):
         assert section not in page
+
+
+def test_the_planner_section_shows_each_replayed_set_and_each_end_to_end_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(benchmarks_doc, "RESULTS", tmp_path)
+    (tmp_path / "planner-probe").mkdir()
+    (tmp_path / "real-llm-planner").mkdir()
+    probe = {"commit": "abc1234", "systems": {name: {"n": 40, "recall": 0.9, "joint_recall": joint, "subqueries": 2.5}
+                                              for name, joint in (("single", 0.7), ("llm-plan", 0.925))}}
+    (tmp_path / "planner-probe" / "hotpot40.json").write_text(json.dumps(probe), encoding="utf-8")
+    run = {"config": {"commit": "def5678"}, "systems": {"dag": {"n": 40, "f1": 0.496, "joint_recall": 0.85}}}
+    (tmp_path / "real-llm-planner" / "hotpot40.json").write_text(json.dumps(run), encoding="utf-8")
+    page = benchmarks_doc.render()
+    assert "## The LLM planner with a small model" in page
+    assert "| hotpot40 | llm-plan | 40 | 0.900 | 0.925 | 2.50 |" in page
+    assert re.search(r"\| hotpot40 \| dag \| 40 \| 0\.496 \| [^|]+ \| [^|]+ \| 0\.85 \|", page)
+    assert "`abc1234`, `def5678`" in page
 
 
 def test_check_fails_with_one_line_on_a_stale_page_and_passes_once_written(tmp_path, monkeypatch, capsys):

@@ -464,6 +464,10 @@ def test_the_planner_probe_replays_the_llms_plans_offline_and_finds_what_the_llm
     joint = {(r["system"], r["id"]): r["metrics"]["joint_recall"] for r in rows}
     less = sum(joint[("llm-plan", p["id"])] < joint[("rule-plan", p["id"])] for p in plans)
     assert f"and less on {less}." in summary
+    numbers = json.loads((out / "summary.json").read_text())  # what docs/benchmarks.md is made from
+    assert numbers["plan_origins"]["llm"] == 4 and numbers["budget"] == 2
+    assert numbers["systems"]["llm-plan"]["joint_recall"] == round(
+        sum(joint[("llm-plan", p["id"])] for p in plans) / len(plans), 4)
 
     # Again without an LLM: the recorded plans are replayed, none is asked for.
     monkeypatch.setenv("DAGRAG_LLM", "none")
