@@ -557,20 +557,17 @@ LLM_PLANNER_COLUMNS = ("n", "f1", "match", "recall", "joint_recall", "llm_calls"
 
 def planner_section() -> str:
     """Which planner suits a small model: its recorded plans replayed offline, and the LLM planner end to end."""
-    probes = sorted((RESULTS / PLANNER_PROBE).glob("*.json"))
-    runs = sorted((RESULTS / LLM_PLANNER).glob("*.json"))
+    probes = {path.stem: load(path) for path in sorted((RESULTS / PLANNER_PROBE).glob("*.json"))}
+    runs = {path.stem: load(path) for path in sorted((RESULTS / LLM_PLANNER).glob("*.json"))}
     if not probes and not runs:
         return ""
-    probe_rows = []
-    for path in probes:
-        data = load(path)
-        for system, numbers in data["systems"].items():
-            probe_rows.append([path.stem, system, show(numbers["n"]), f"{numbers['recall']:.3f}",
-                               f"{numbers['joint_recall']:.3f}", f"{numbers['subqueries']:.2f}"])
-    run_rows = [[path.stem, system, *(show(numbers.get(c)) for c in LLM_PLANNER_COLUMNS)]
-                for path in runs for system, numbers in load(path)["systems"].items()]
-    commits = sorted(({load(path).get("commit") for path in probes}
-                      | {load(path).get("config", {}).get("commit") for path in runs}) - {None}) or ["not recorded"]
+    probe_rows = [[name, system, show(numbers["n"]), f"{numbers['recall']:.3f}", f"{numbers['joint_recall']:.3f}",
+                   f"{numbers['subqueries']:.2f}"]
+                  for name, data in probes.items() for system, numbers in data["systems"].items()]
+    run_rows = [[name, system, *(show(numbers.get(c)) for c in LLM_PLANNER_COLUMNS)]
+                for name, data in runs.items() for system, numbers in data["systems"].items()]
+    commits = sorted(({data.get("commit") for data in probes.values()}
+                      | {data.get("config", {}).get("commit") for data in runs.values()}) - {None}) or ["not recorded"]
     return f"""## The LLM planner with a small model
 
 Qwen2.5-Coder-1.5B-Instruct (`scripts/local_llm.sh start`) as the planner, budget 4. Its plans, recorded once

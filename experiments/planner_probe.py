@@ -147,17 +147,18 @@ async def main(args: argparse.Namespace) -> None:
     less = sum(joint[("llm-plan", i)] < joint[("rule-plan", i)] for i in asked)
     origins = {o: sum(plans[i]["origin"] == o for i in asked) for o in ("llm", "repaired", "fallback")}
     seconds = [r["seconds"] for r in plans.values() if r.get("seconds")]
+    per_plan = round(sum(seconds) / len(seconds), 1) if seconds else None
     text = "\n".join([
         f"# {Path(args.data).name}: {len(asked)} questions with an LLM plan, budget {args.budget}",
         "", planner_table(systems), "",
         f"Against the rule planner's, the LLM's plans found more (joint recall) on {more} questions and less on "
         f"{less}.", "",
         f"LLM plans: {', '.join(f'{o} {c}' for o, c in origins.items())}"
-        + (f"; {sum(seconds) / len(seconds):.1f} s per plan" if seconds else "")])
+        + (f"; {per_plan:.1f} s per plan" if per_plan is not None else "")])
     write_atomically(out / "summary.md", text + "\n")
     write_atomically(out / "summary.json", json.dumps({
         "data": Path(args.data).name, "budget": args.budget, "questions": len(asked), "commit": code_commit(),
-        "plan_origins": origins, "seconds_per_plan": round(sum(seconds) / len(seconds), 1) if seconds else None,
+        "plan_origins": origins, "seconds_per_plan": per_plan,
         "systems": {name: {key: round(summary[key], 4) for key in ("n", "recall", "joint_recall", "subqueries")}
                     for name, summary in systems.items()}}, indent=1) + "\n")
     print(text)
