@@ -113,3 +113,26 @@ def test_the_llm_writer_reads_the_answering_sentences_not_the_whole_passage(rera
     assert "winters" not in excerpted and "Tourists" not in excerpted
     assert '<source id="2" title="County seats of Vellmark">' in excerpted
     assert LONG_COUNTY_PAGE in whole and len(excerpted) < len(whole)
+
+
+def test_a_hop_plans_answer_still_quotes_the_sentence_that_answers_the_question_best(reranker) -> None:
+    # Every plan searches the question; every answer quotes the sentence the question itself scores highest, even
+    # when the hop's sentence is quoted and nothing scores 0.5 against the question: here the only sentence that
+    # names what the question asks about (Nora Quill) is on the page the hop started from.
+    question = "Which public office did the actress who played Nora Quill hold?"
+    film = ("Salt and Ember is a 1946 comedy film. The part of the teenage heroine went to Lena Marwick, then 17. "
+            "Its heroine is a girl called Nora Quill.")
+    actress = ("Lena Marwick was a film star and later a diplomat. "
+               "She served as Harbour Commissioner of Vellmark from 1969 to 1974.")
+    plan = ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
+        SubQuery(id="s1", text=question, role="question"),
+        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+    sources = [source(1, "Salt and Ember", film),
+               source(2, "Lena Marwick", actress).model_copy(update={"subquery_id": "s2", "subquery_ids": ["s2"]})]
+    writer = WriterAgent(reranker)
+    best = asyncio.run(writer._score(question, plan, sources))
+    top = max(range(len(best.candidates)), key=lambda i: best.question_score[i])
+    assert best.question_score[top] < 0.5 and best.candidates[top].source_number == 1  # what makes this case
+    answer = asyncio.run(writer.awrite(question, plan, sources, RunLedger())).text
+    assert f"{best.candidates[top].in_context} [1]" in answer
+    assert "[2]" in answer  # the hop still speaks through its own best document

@@ -230,13 +230,13 @@ class WriterAgent:
 
     def _extractive(self, plan: ExecutedPlan, scored: _ScoredSentences) -> str:
         candidates, question_score, best_for = scored.candidates, scored.question_score, scored.best_for
-        chosen: list[int] = []
-        for sq in plan.subqueries:  # one sentence per subquery first: the evidence for each hop
+        by_question = sorted(range(len(candidates)), key=lambda i: question_score[i], reverse=True)
+        # The sentence that answers the question best is always quoted, as the question itself is always searched;
+        # then one sentence per subquery: the evidence for each hop and side.
+        chosen: list[int] = by_question[:1]
+        for sq in plan.subqueries:
             if sq.id in best_for and best_for[sq.id][1] not in chosen:
                 chosen.append(best_for[sq.id][1])
-        by_question = sorted(range(len(candidates)), key=lambda i: question_score[i], reverse=True)
-        if not chosen and by_question:
-            chosen.append(by_question[0])
         for index in by_question:
             if len(chosen) >= self.max_sentences:
                 break
