@@ -13,7 +13,6 @@ from dagrag.agents.bridge import (
     page_of_entity,
     phrased_queries,
     titled_by,
-    unexplained_words,
 )
 from dagrag.agents.rule_planner import find_comparison
 from dagrag.agents.searcher import SearchHits, SearchRequest
@@ -54,9 +53,9 @@ def test_named_spans_read_capitals_beyond_ascii_and_titles_joined_by_to():
         "Le Petit Lieutenant", "Élodie Bouchez", "Time to Kill", "Łódź"]
 
 
-def test_unexplained_words_are_the_childs_words_the_evidence_does_not_contain():
-    assert unexplained_words("{s1} " + CORLISS, KISS_AND_TELL) == ["government", "position", "held", "woman",
-                                                                 "portrayed"]
+def test_a_hop_searches_the_childs_words_its_parents_page_does_not_contain():
+    query = bridge_queries("{s1} " + CORLISS, "Kiss and Tell", KISS_AND_TELL, CORLISS, 1)[0]
+    assert query.text.split()[-5:] == ["government", "position", "held", "woman", "portrayed"]
 
 
 def test_bridge_queries_pair_each_entity_with_what_is_left_to_find():

@@ -11,13 +11,13 @@ from dagrag import Settings
 from dagrag.agents.rule_planner import bridge_plan, plan_offline
 from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan, single_query_plan
 from dagrag.core.result import SubqueryReport
+from dagrag.core.text import unexplained_words
 from dagrag.work_flows.evidence import select_sources
 from dagrag.work_flows.hop_rule import (
     bridge_parent,
     hop_notes,
     passages_handed_over,
     skip_reason,
-    unexplained_words,
 )
 from dagrag.work_flows.policy import RetrievalPolicy, kept_per_subquery, needs_retry, path_of, pool_size
 from dagrag.work_flows.report import record_skipped_hop

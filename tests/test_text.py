@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagrag.core.text import citations, containment, load_sentence_model, split_sentences
+from dagrag.core.text import citations, containment, load_sentence_model, split_sentences, unexplained_words
 
 from .conftest import sample_records
 
@@ -100,3 +100,11 @@ def test_splitting_from_many_threads_gives_the_same_sentences_and_leaves_the_mod
 def test_citations_and_containment():
     assert citations("a [2] b [1, 2][3]") == [2, 1, 3]
     assert containment("Ed Wood was American", "Edward Wood Jr was an American filmmaker") == 2 / 3
+
+
+def test_unexplained_words_read_inflections_as_the_same_word_unless_asked_for_exact_words():
+    passages = ["Hatch creates environments on demand.", "Enabling a hook"]
+    question = "Which environment does Hatch create when a hook is enabled?"
+    assert unexplained_words(question, passages) == []  # environment~environments, create~creates, enabled~enabling
+    assert unexplained_words(question, passages, matching_letters=None) == ["environment", "create", "enabled"]
+    assert unexplained_words("Which var holds it?", passages) == ["var", "holds"]  # short words match exactly

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..core.language import ENGLISH, Language
 from ..core.names import CONNECTOR, NAME_WORD, NO_NAMES, KnownNames, marked_spans
 from ..core.plan import PARENT_REFERENCE
-from ..core.text import content_words
+from ..core.text import content_words, unexplained_words
 
 # A quoted title, or a run of name words that connectors may join ("Salt and Ember", "Siege of Harrow Vale").
 _NAMED_SPAN = re.compile(
@@ -72,13 +72,6 @@ def prose(passage: str) -> str:
     return _FENCED_CODE.sub(" ", passage)
 
 
-def unexplained_words(child_text: str, evidence: str) -> list[str]:
-    """The child's content words that the parent's evidence does not contain: what is left to find."""
-    seen = set(content_words(evidence))
-    words = content_words(PARENT_REFERENCE.sub(" ", child_text))
-    return list(dict.fromkeys(w for w in words if w not in seen))
-
-
 def bridge_entities(parent_title: str, parent_passage: str, question: str, limit: int, *,
                     language: Language = ENGLISH, known: KnownNames = NO_NAMES) -> list[str]:
     """The candidate bridge entities of a parent page, at most `limit`: its title (when the question does not name
@@ -97,7 +90,8 @@ def bridge_queries(child_text: str, parent_title: str, parent_passage: str, ques
                    language: Language = ENGLISH, known: KnownNames = NO_NAMES) -> list[BridgeQuery]:
     """One query per candidate bridge entity (`bridge_entities`), each with the words the passage leaves
     unexplained."""
-    rest = " ".join(unexplained_words(child_text, f"{parent_title} {parent_passage}"))
+    rest = " ".join(unexplained_words(PARENT_REFERENCE.sub(" ", child_text), [parent_title, parent_passage],
+                                      matching_letters=None))
     return [BridgeQuery(entity=e, text=f"{e} {rest}".strip())
             for e in bridge_entities(parent_title, parent_passage, question, limit, language=language, known=known)]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +42,30 @@ def tokens(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Tokens that carry meaning: not stopwords, not single characters."""
     return [t for t in tokens(text) if t not in STOPWORDS and len(t) > 1]
+
+
+# Words match on their first five letters: enough to join inflections ("builds"/"builder"/"build",
+# "matches"/"match") without a stemmer's model, few enough false friends in a question's dozen words.
+MATCHING_LETTERS = 5
+
+
+def unexplained_words(text: str, passages: Sequence[str], *, matching_letters: int | None = MATCHING_LETTERS
+                      ) -> list[str]:
+    """The content words of `text` that none of the passages contains, each once, in order: what is left to find.
+
+    A word is contained when a passage has it or, with `matching_letters`, a word of at least that many letters
+    that begins the same ("environments" ~ "environment"); `None` asks for the word exactly. Whether a question is
+    explained reads inflections as the same word; a hop's search keeps every word its parent's page lacks exactly,
+    since an inflection the page has does not say the page is about what the word asks (measured: ARCHITECTURE.md,
+    "A bridge hop only when the question needs one")."""
+    vocabulary = set(content_words(" ".join(passages)))
+    letters = matching_letters or 0
+    beginnings = {word[:letters] for word in vocabulary if letters and len(word) >= letters}
+
+    def explained(word: str) -> bool:
+        return word in vocabulary or (bool(letters) and len(word) >= letters and word[:letters] in beginnings)
+
+    return list(dict.fromkeys(word for word in content_words(text) if not explained(word)))
 
 
 def has_control_chars(text: str) -> bool:

@@ -44,8 +44,8 @@ from ..agents.bridge import bridge_queries, clause_breaks, named_spans, phrased_
 from ..core.names import NO_NAMES, KnownNames
 from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
 from ..core.sources import passage_text
-from ..core.text import content_words
-from .hop_rule import bridge_parent, passages_handed_over, unexplained_words
+from ..core.text import content_words, unexplained_words
+from .hop_rule import bridge_parent, passages_handed_over
 from .policy import RetrievalPolicy
 from .run import QueryRun
 

@@ -40,36 +40,19 @@ of the question alone is the single path and hands over the whole budget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from llama_index.core.schema import NodeWithScore
 
 from ..core.plan import ExecutedPlan, SubQuery
 from ..core.sources import passage_text
-from ..core.text import content_words
+from ..core.text import unexplained_words
 from .policy import RetrievalPolicy
 from .run import QueryRun
-
-# Words match on their first five letters: enough to join inflections ("builds"/"builder"/"build",
-# "matches"/"match") without a stemmer's model, few enough false friends in a question's dozen words.
-MATCHING_LETTERS = 5
 
 
 def bridge_parent(plan: ExecutedPlan, sq: SubQuery) -> str | None:
     """The parent of a generic bridge hop (role `bridge`: `{s1}` + the question, after s1 = the question), or None
     for any other subquery."""
     return sq.parents[0] if sq.role == "bridge" and sq.parents else None
-
-
-def unexplained_words(question: str, passages: Sequence[str]) -> list[str]:
-    """The question's content words that none of the passages contains (first five letters, shorter words exactly)."""
-    vocabulary = set(content_words(" ".join(passages)))
-    beginnings = {word[:MATCHING_LETTERS] for word in vocabulary if len(word) >= MATCHING_LETTERS}
-
-    def explained(word: str) -> bool:
-        return word in vocabulary or (len(word) >= MATCHING_LETTERS and word[:MATCHING_LETTERS] in beginnings)
-
-    return list(dict.fromkeys(word for word in content_words(question) if not explained(word)))
 
 
 def document_of(hit: NodeWithScore) -> str:
