@@ -54,10 +54,10 @@ def unexplained_words(text: str, passages: Sequence[str], *, matching_letters: i
     """The content words of `text` that none of the passages contains, each once, in order: what is left to find.
 
     A word is contained when a passage has it or, with `matching_letters`, a word of at least that many letters
-    that begins the same ("environments" ~ "environment"); `None` asks for the word exactly. Whether a question is
-    explained reads inflections as the same word; a hop's search keeps every word its parent's page lacks exactly,
-    since an inflection the page has does not say the page is about what the word asks (measured: ARCHITECTURE.md,
-    "A bridge hop only when the question needs one")."""
+    that begins the same ("environments" ~ "environment"); `None` asks for the word exactly. Whether a document
+    explains the question reads inflections as the same word; a hop searches with every word its parent's page
+    lacks exactly. One rule for both lost on five benchmark sets (ARCHITECTURE.md, "A bridge hop only when the
+    question needs one")."""
     vocabulary = set(content_words(" ".join(passages)))
     letters = matching_letters or 0
     beginnings = {word[:letters] for word in vocabulary if letters and len(word) >= letters}
