@@ -60,10 +60,10 @@ def unexplained_words(text: str, passages: Sequence[str], *, matching_letters: i
     question needs one")."""
     vocabulary = set(content_words(" ".join(passages)))
     letters = matching_letters or 0
-    beginnings = {word[:letters] for word in vocabulary if letters and len(word) >= letters}
+    beginnings = {word[:letters] for word in vocabulary if len(word) >= letters} if letters else set()
 
     def explained(word: str) -> bool:
-        return word in vocabulary or (bool(letters) and len(word) >= letters and word[:letters] in beginnings)
+        return word in vocabulary or (len(word) >= letters and word[:letters] in beginnings)
 
     return list(dict.fromkeys(word for word in content_words(text) if not explained(word)))
 
