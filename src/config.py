@@ -255,7 +255,8 @@ class Settings(BaseSettings):
     abstain_below: float = Field(
         0.1, ge=0, le=1, description="The answer says the collection does not answer the question when no kept "
         "passage, nor any of its sentences, scores this much against the question (cross-encoder probability); "
-        "0 = never abstain.")
+        "0 = never abstain. The offline writer reads the same bar: after each subquery's own sentence it quotes, "
+        "while there is room, every sentence that scores this much.")
 
     # --- multi-hop (bridge) questions -------------------------------------------------------------
     planner_bridge: bool = Field(

@@ -162,7 +162,8 @@ def build_agents(
     load_sentence_model()  # the writer and verifier split sentences: load the model now, not in the first query
     passage_chars = settings.llm_passage_chars
     writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences,
-                                 passage_chars=passage_chars, evidence_sentences=settings.llm_evidence_sentences)
+                                 passage_chars=passage_chars, evidence_sentences=settings.llm_evidence_sentences,
+                                 answers_from=settings.abstain_below)
     if client is not None and settings.writer_mode == "aggregate":
         writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences,
                                  passage_chars=passage_chars)

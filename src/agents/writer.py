@@ -128,10 +128,14 @@ class WriterAgent:
         max_sentences: int = 4,
         passage_chars: int | None = None,
         evidence_sentences: int = 0,
+        answers_from: float = 0.1,
     ) -> None:
         self.reranker = reranker
         self.client = client
         self.max_sentences = max_sentences
+        # The offline writer's bar for "this sentence answers the question" (cross-encoder probability against the
+        # question): the abstain check's, ABSTAIN_BELOW, so both read the same scores the same way.
+        self.answers_from = answers_from
         self.passage_chars = passage_chars  # each source shown to the LLM is cut to this many characters
         # The LLM reads, of each source, this many best-scoring sentences (each after its neighbour); 0: all of it.
         self.evidence_sentences = evidence_sentences
@@ -232,7 +236,8 @@ class WriterAgent:
         candidates, question_score, best_for = scored.candidates, scored.question_score, scored.best_for
         by_question = sorted(range(len(candidates)), key=lambda i: question_score[i], reverse=True)
         # The sentence that answers the question best is always quoted, as the question itself is always searched;
-        # then one sentence per subquery: the evidence for each hop and side.
+        # then one sentence per subquery: the evidence for each hop and side; then, while there is room, every other
+        # sentence that answers the question (`answers_from`), best first.
         chosen: list[int] = by_question[:1]
         for sq in plan.subqueries:
             if sq.id in best_for and best_for[sq.id][1] not in chosen:
@@ -240,7 +245,7 @@ class WriterAgent:
         for index in by_question:
             if len(chosen) >= self.max_sentences:
                 break
-            if index not in chosen and question_score[index] >= 0.5:
+            if index not in chosen and question_score[index] >= self.answers_from:
                 chosen.append(index)
         chosen = chosen[: self.max_sentences]
         chosen.sort(key=lambda i: (candidates[i].source_number, candidates[i].position))
