@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -88,9 +89,13 @@ def test_a_bad_secret_setting_is_named_without_its_value() -> None:
 def test_an_llm_without_its_key_is_one_line_not_a_traceback(command, sample_env, capsys, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("DAGRAG_LLM", "openai:gpt-4o-mini")
+    access = logging.getLogger("dagrag.server.access")
+    handlers = list(access.handlers)
     assert main(command) == 2
     error = capsys.readouterr().err
     assert error.strip() == "error: DAGRAG_LLM=openai:… needs OPENAI_API_KEY (or DAGRAG_LLM_API_KEY)"
+    # A refused start leaves logging as it was: no handler left writing to a stream the caller may close.
+    assert access.handlers == handlers
 
 
 def test_the_default_store_is_in_the_users_data_directory_whatever_the_working_folder(tmp_path, monkeypatch,

@@ -59,7 +59,7 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
     port = settings.serve_port if port is None else port
     check_bind(host, settings)  # before loading anything: a refusal should be instant
     check_runs_db(settings)  # a Postgres SERVE_RUNS_DB that cannot be used: one line naming it
-    configure_logging()
     service = DagragService.from_settings(settings)
+    configure_logging()  # only once the server will start: a refused start leaves the caller's logging as it was
     uvicorn.run(create_app(service), host=host, port=port, access_log=False, log_level="info",
                 timeout_graceful_shutdown=10)
