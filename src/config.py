@@ -257,6 +257,11 @@ class Settings(BaseSettings):
         "passage, nor any of its sentences, scores this much against the question (cross-encoder probability); "
         "0 = never abstain. The offline writer reads the same bar: after each subquery's own sentence it quotes, "
         "while there is room, every sentence that scores this much.")
+    abstain_unknown_name_below: float = Field(
+        0.5, ge=0, le=1, description="The bar ABSTAIN_BELOW rises to when the question names code (a `span`, an "
+        "--option, a dotted or underscored identifier) that no passage the search found contains: a passage about "
+        "`--line-ranges` does not answer a question about `--line-ranges-auto`. 0 (or at most ABSTAIN_BELOW) = "
+        "no higher bar.")
 
     # --- multi-hop (bridge) questions -------------------------------------------------------------
     planner_bridge: bool = Field(

@@ -1,4 +1,5 @@
-"""Abstaining when no kept passage answers: the pure rule, and the workflow on the real sample collection."""
+"""Abstaining when no kept passage answers: the pure rules, and the workflow on the real sample collection and on a
+real documentation page."""
 
 from __future__ import annotations
 
@@ -7,8 +8,22 @@ import re
 import pytest
 
 from dagrag.agents.writer import NO_EVIDENCE_ANSWER
+from dagrag.config import Settings
+from dagrag.core.names import code_names
 from dagrag.core.result import Source
-from dagrag.work_flows.answerability import AnswerScore, abstain_reason, abstention_text, answer_score
+from dagrag.ingest import ingest_nodes, read_nodes
+from dagrag.work_flows.answerability import (
+    AbstainBar,
+    AnswerScore,
+    abstain_bar,
+    abstain_reason,
+    abstention_text,
+    answer_score,
+    unfound_names,
+)
+from dagrag.work_flows.query_workflow import QueryWorkflow
+
+from .conftest import ROOT
 
 ANSWERABLE = "Were Scott Derrickson and Ed Wood of the same nationality?"
 OTHER_DOMAIN = "How do I roll back a Kubernetes deployment to its previous revision?"
@@ -23,12 +38,43 @@ def test_the_answer_score_is_the_best_of_every_passage_and_sentence_score() -> N
 
 
 def test_abstain_under_the_threshold_only() -> None:
-    assert abstain_reason(AnswerScore(0.05, 2), threshold=0.1) == (
+    assert abstain_reason(AnswerScore(0.05, 2), AbstainBar(0.1)) == (
         "no kept passage answers the question: the best, source [2], scores 0.050 against the question, "
         "under ABSTAIN_BELOW 0.1")
-    assert abstain_reason(AnswerScore(0.1, 2), threshold=0.1) is None
-    assert abstain_reason(AnswerScore(0.0, None), threshold=0.1) == "no passage was found"
-    assert abstain_reason(AnswerScore(0.0, None), threshold=0.0) is None  # 0 turns abstaining off
+    assert abstain_reason(AnswerScore(0.1, 2), AbstainBar(0.1)) is None
+    assert abstain_reason(AnswerScore(0.0, None), AbstainBar(0.1)) == "no passage was found"
+    assert abstain_reason(AnswerScore(0.0, None), AbstainBar(0.0)) is None  # 0 turns abstaining off
+
+
+def test_the_code_a_question_names() -> None:
+    assert code_names("What happens when I pass --line-ranges-auto?") == ["--line-ranges-auto"]
+    assert code_names("What's the difference between -S and -C, i.e. which one skips?") == ["-S", "-C"]
+    assert code_names("Compare nl2br, sane_lists and `legacy_em`, e.g. for markdown.Markdown()") == [
+        "sane_lists", "legacy_em", "markdown.Markdown"]
+    assert code_names("Are mypyc-compiled wheels faster in Black 24.1?") == []  # hyphenated words are prose too
+
+
+def test_a_name_counts_as_found_as_a_reader_reads_the_passage() -> None:
+    found = ["Use `--line-ranges` to format part of a file.", "Enable [sane lists](sane_lists.md) with `Sane_Lists`."]
+    assert unfound_names(["--line-ranges", "sane_lists", "--line-ranges-auto", "legacy_em"], found) == [
+        "--line-ranges-auto", "legacy_em"]
+
+    def never_read():
+        raise AssertionError("the passages were read for a question that names no code")
+        yield ""
+    assert unfound_names([], never_read()) == []
+
+
+def test_code_no_passage_found_contains_raises_the_bar() -> None:
+    raised = abstain_bar(abstain_below=0.1, unknown_name_below=0.5, unfound=["--line-ranges-auto"])
+    assert raised == AbstainBar(0.5, ("--line-ranges-auto",), "ABSTAIN_UNKNOWN_NAME_BELOW")
+    assert abstain_reason(AnswerScore(0.46, 1), raised) == (
+        "no kept passage answers the question: the question names --line-ranges-auto, which no passage found "
+        "contains, and the best, source [1], scores 0.460 against the question, under ABSTAIN_UNKNOWN_NAME_BELOW 0.5")
+    assert abstain_reason(AnswerScore(0.5, 1), raised) is None
+    assert abstain_bar(abstain_below=0.1, unknown_name_below=0.5, unfound=[]) == AbstainBar(0.1)
+    assert abstain_bar(abstain_below=0.1, unknown_name_below=0.0, unfound=["x.y"]) == AbstainBar(0.1)
+    assert abstain_bar(abstain_below=0.0, unknown_name_below=0.5, unfound=["x.y"]) == AbstainBar(0.0)  # still off
 
 
 def test_the_abstention_names_the_closest_sources() -> None:
@@ -57,3 +103,35 @@ async def test_an_answerable_question_does_not_abstain(make_workflow) -> None:
 async def test_abstain_below_zero_never_abstains(make_workflow) -> None:
     result = await make_workflow(abstain_below=0.0).run(query=OTHER_DOMAIN)
     assert not result.abstained and re.search(r"\[\d\]", result.answer)  # a cited answer from unrelated passages
+
+
+# --- code the collection never mentions: black's command-line page, real models ---------------------------
+
+BLACK_BASICS = ROOT / "experiments" / "data" / "docs_corpus" / "black" / "docs" / "usage_and_configuration"
+
+
+@pytest.fixture(scope="module")
+def docs_workflow(tmp_path_factory: pytest.TempPathFactory, embed_model, reranker):
+    folder = tmp_path_factory.mktemp("black-basics")
+    (folder / "the_basics.md").write_bytes((BLACK_BASICS / "the_basics.md").read_bytes())
+    settings = Settings(qdrant_path=folder / "qdrant", collection="basics")
+    ingest_nodes(settings, read_nodes(folder), embed_model)
+
+    def build(**overrides):
+        return QueryWorkflow.from_settings(Settings(qdrant_path=folder / "qdrant", collection="basics", **overrides),
+                                           embed_model=embed_model, reranker=reranker)
+    return build
+
+
+async def test_an_option_the_collection_never_mentions_abstains(docs_workflow) -> None:
+    near_miss = "What happens when I pass --line-ranges-auto?"  # black has --line-ranges, not this
+    result = await docs_workflow().run(query=near_miss)
+    assert result.abstained and "names --line-ranges-auto, which no passage found contains" in result.abstain_reason
+    assert "ABSTAIN_UNKNOWN_NAME_BELOW" in result.abstain_reason
+    # Without the higher bar the passages on --line-ranges answer it well enough for ABSTAIN_BELOW.
+    assert not (await docs_workflow(abstain_unknown_name_below=0.0).run(query=near_miss)).abstained
+
+
+async def test_an_option_the_collection_documents_is_answered(docs_workflow) -> None:
+    result = await docs_workflow().run(query="What happens when I pass --line-ranges?")
+    assert not result.abstained and "--line-ranges" in result.answer

@@ -59,6 +59,22 @@ NAMES_KEY = "dagrag_names"
 """The key of a collection's metadata that records the names it knows."""
 
 
+# The code a question names, which is spelled one way: a `span`, an --option or -x flag, a dotted or underscored
+# identifier (`markdown.Markdown`, `sane_lists`, `setup.py`). Hyphenated words are left out: prose has them too.
+_CODE_NAME = re.compile(r"`([^`\n]{1,80})`|(?<![\w-])(--?[A-Za-z][\w-]*)|(?<![\w.])([A-Za-z_]\w*(?:[._]\w+)+)")
+
+
+def code_names(text: str) -> list[str]:
+    """The code `text` names (see `_CODE_NAME`), in order, each once; not an abbreviation like "i.e." or "e.g."
+    (every part one letter)."""
+    names = []
+    for match in _CODE_NAME.finditer(text):
+        name = next(group for group in match.groups() if group).strip()
+        if name and not all(len(part) <= 1 for part in re.split(r"[._]", name)):
+            names.append(name)
+    return list(dict.fromkeys(names))
+
+
 def name_key(name: str) -> str:
     """How a name is compared: case-folded, without quotes, backticks or a call's "()", spaces collapsed."""
     key = " ".join(name.strip().strip("`\"'“”‘’").split()).casefold()

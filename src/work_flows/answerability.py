@@ -7,6 +7,14 @@ each of its sentences (after the title, as the extractive writer does); the best
 answer score. Under ABSTAIN_BELOW the run abstains: the answer says the collection does not answer the question and
 names the closest sources, and no writer or verifier runs.
 
+A question about code the search never came across is held to a higher bar. Code is spelled one way: asked about
+`--line-ranges-auto`, a passage on `--line-ranges` scores well for the words it shares and still says nothing about
+the option asked for. So when the question names code (`core/names.code_names`: a `span`, an --option, a dotted or
+underscored identifier) that no passage any subquery's search found contains, the best kept passage must score
+ABSTAIN_UNKNOWN_NAME_BELOW (0.5: the cross-encoder finds an answer more likely than not). The passages *found*, not
+the ones kept: at budget 2 a comparison's second side may have been found and not kept. Prose names are not held so:
+they have aliases, inflections and misspellings ("JFK", "Margaraviate") that a string test would take for absence.
+
 Whole passages and single sentences both count because each misses cases the other catches: a table row or a list
 is one "sentence" that reads as noise alone, and a long passage buries the one sentence that answers. The question
 is what is judged, never a subquery: a subquery's passage can be a perfect answer to the subquery (the page of the
@@ -16,10 +24,11 @@ and near misses against every benchmark collection: ARCHITECTURE.md, "Abstain wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..agents.writer import NO_EVIDENCE_ANSWER
+from ..core.markup import plain
 from ..core.result import Source
 from ..core.sources import source_title
 
@@ -42,16 +51,44 @@ def answer_score(passage_scores: Sequence[float], sentence_scores: Sequence[Sequ
     return best
 
 
-def abstain_reason(best: AnswerScore, *, threshold: float) -> str | None:
+def unfound_names(names: Sequence[str], found: Iterable[str]) -> list[str]:
+    """The names (as `code_names` gives them) that none of the `found` texts contains, case-folded and read as a
+    reader sees them (`plain`: no backticks or link markup in the way). `found` is not read when there are no names."""
+    if not names:
+        return []
+    haystack = "\n".join(" ".join(plain(text).split()).casefold() for text in found)
+    return [name for name in names if " ".join(plain(name).split()).casefold() not in haystack]
+
+
+@dataclass(frozen=True)
+class AbstainBar:
+    """The score some kept passage must reach against the question, and what set it."""
+
+    threshold: float
+    unfound: tuple[str, ...] = ()  # code the question names that no passage found contains
+    setting: str = "ABSTAIN_BELOW"
+
+
+def abstain_bar(*, abstain_below: float, unknown_name_below: float, unfound: Sequence[str]) -> AbstainBar:
+    """ABSTAIN_BELOW, raised to ABSTAIN_UNKNOWN_NAME_BELOW when the question names code no passage found contains.
+    Abstaining off (ABSTAIN_BELOW 0) stays off."""
+    if abstain_below <= 0 or not unfound or unknown_name_below <= abstain_below:
+        return AbstainBar(abstain_below)
+    return AbstainBar(unknown_name_below, tuple(unfound), "ABSTAIN_UNKNOWN_NAME_BELOW")
+
+
+def abstain_reason(best: AnswerScore, bar: AbstainBar) -> str | None:
     """Why the answer should abstain, or None when a kept passage answers well enough (or abstaining is off)."""
-    if threshold <= 0:
+    if bar.threshold <= 0:
         return None
     if best.source_number is None:
         return "no passage was found"
-    if best.score < threshold:
-        return (f"no kept passage answers the question: the best, source [{best.source_number}], scores "
-                f"{best.score:.3f} against the question, under ABSTAIN_BELOW {threshold}")
-    return None
+    if best.score >= bar.threshold:
+        return None
+    unfound = (f"the question names {', '.join(bar.unfound)}, which no passage found contains, and "
+               if bar.unfound else "")
+    return (f"no kept passage answers the question: {unfound}the best, source [{best.source_number}], scores "
+            f"{best.score:.3f} against the question, under {bar.setting} {bar.threshold}")
 
 
 def abstention_text(sources: Sequence[Source], *, closest: int = 3) -> str:

@@ -39,6 +39,7 @@ class RetrievalPolicy:
     subquery_max: int
     verify_backtrack: bool
     abstain_below: float
+    abstain_unknown_name_below: float
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalPolicy:
@@ -51,7 +52,8 @@ class RetrievalPolicy:
             bridge_max_entities=settings.bridge_max_entities, bridge_rerank_top=settings.bridge_rerank_top,
             bridge_title_boost=settings.bridge_title_boost, bridge_when_needed=settings.bridge_when_needed,
             bridge_deeper_hops=settings.bridge_deeper_hops, subquery_max=settings.subquery_max,
-            verify_backtrack=settings.verify_backtrack, abstain_below=settings.abstain_below)
+            verify_backtrack=settings.verify_backtrack, abstain_below=settings.abstain_below,
+            abstain_unknown_name_below=settings.abstain_unknown_name_below)
 
 
 def path_of(policy: RetrievalPolicy, plan: ExecutedPlan) -> Path:

@@ -30,7 +30,7 @@ from ..agents.resolver import ReferenceResolverAgent
 from ..agents.writer import source_sentences
 from ..config import Settings
 from ..core.inputs import check_history, check_question
-from ..core.names import KnownNames
+from ..core.names import KnownNames, code_names
 from ..core.plan import ExecutedPlan, SubQuery, parent_references, with_question_searched
 from ..core.result import ProgressListener, RunLedger, Source, Verification, WrittenAnswer
 from ..core.roles import (
@@ -45,7 +45,7 @@ from ..core.roles import (
 )
 from ..core.search import SearchHits
 from ..core.sources import passage_text
-from .answerability import abstain_reason, abstention_text, answer_score
+from .answerability import abstain_bar, abstain_reason, abstention_text, answer_score, unfound_names
 from .deeper_hops import apply_deepening, next_hop
 from .events import (
     AnswerDrafted,
@@ -311,8 +311,12 @@ class QueryWorkflow(Workflow):
         cross-encoder, does not abstain: the writer's own fallbacks take over."""
         if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval:
             return None
+        hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
+        bar = abstain_bar(abstain_below=self.policy.abstain_below,
+                          unknown_name_below=self.policy.abstain_unknown_name_below,
+                          unfound=unfound_names(code_names(run.plan.query), (passage_text(h) for h in hits.values())))
         if not sources:
-            return abstain_reason(answer_score([], []), threshold=self.policy.abstain_below)
+            return abstain_reason(answer_score([], []), bar)
         sentences = [source_sentences(s) for s in sources]
         flat = await self._question_scores(run, [t for own in sentences for t in own])
         if flat is None:
@@ -322,14 +326,13 @@ class QueryWorkflow(Workflow):
             cuts.append(cuts[-1] + len(own))
         per_source = [flat[cuts[i]:cuts[i + 1]] for i in range(len(sources))]
         unscored = [0.0] * len(sources)  # passages: only scored when no sentence answers
-        if abstain_reason(answer_score(unscored, per_source), threshold=self.policy.abstain_below) is None:
+        if abstain_reason(answer_score(unscored, per_source), bar) is None:
             return None
-        hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
         passages = await self._question_scores(
             run, [passage_text(hits[s.node_id]) if s.node_id in hits else s.text for s in sources])
         if passages is None:
             return None
-        return abstain_reason(answer_score(passages, per_source), threshold=self.policy.abstain_below)
+        return abstain_reason(answer_score(passages, per_source), bar)
 
     async def _question_scores(self, run: QueryRun, texts: list[str]) -> list[float] | None:
         """The cross-encoder's probability for the question against each text; None when the deadline passed or
