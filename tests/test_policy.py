@@ -25,7 +25,15 @@ from dagrag.work_flows.policy import (
 )
 from dagrag.work_flows.report import record_search
 from dagrag.work_flows.run import QueryRun, before_deadline
-from dagrag.work_flows.variants import Variant, merge_scores, pool_candidates, subquery_searches, unscored
+from dagrag.work_flows.variants import (
+    Variant,
+    merge_scores,
+    names_all,
+    pool_candidates,
+    side_code,
+    subquery_searches,
+    unscored,
+)
 
 QUESTION = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 POLICY = replace(RetrievalPolicy.from_settings(Settings()), topk_base=5, topk_step=3, bridge_rerank_top=3,
@@ -188,6 +196,32 @@ def test_only_unscored_candidates_meet_the_reranker_and_the_best_names_its_query
     merge_scores(run, ["s1"], fresh, [0.8])
     assert [(h.node.node_id, h.score) for h in run.ranked["s1"]] == [("new", 0.8), ("old", 0.4)]
     assert run.searched_as["s1"] == QUESTION
+
+
+def test_a_side_named_by_code_ranks_the_passages_that_name_it_first():
+    question = "When would I pick --force-exclude over --exclude?"
+    plan = Plan(query=question, subqueries=[
+        SubQuery(id=f"s{i}", text=f"{side} pick", hints=Hints(must_include=[side]), role="side")
+        for i, side in enumerate(["--force-exclude", "--exclude"], start=1)])
+    executed = finalize_plan(plan, question=question, subquery_max=4, origin=PlanOrigin.GIVEN)
+    run = QueryRun(question=question, plan=executed, path=path_of(POLICY, executed))
+    passages = [node("Extend", "Use `--extend-exclude` to add to the default exclusions.", "extend"),
+                node("Exclude", "`--exclude` is a regex of paths to skip.", "exclude"),
+                node("Force", "Like `--exclude`, but files passed directly are skipped: `--force-exclude`.", "force")]
+    variants = {sq_id: Variant(sq_id, subquery_searches(POLICY, run, run.plan.subqueries[n], 1)[0].request)
+                for n, sq_id in enumerate(["s1", "s2"])}
+    pools = {sq_id: pool_candidates([v], [SearchHits(candidates=passages)], keep=5) for sq_id, v in variants.items()}
+    fresh = unscored(run, pools)
+    scores = {"extend": 0.99, "exclude": 0.6, "force": 0.3}
+    merge_scores(run, ["s1", "s2"], fresh, [scores[c.hit.node.node_id] for _, c in fresh])
+    # --exclude is not named inside --extend-exclude; each side's passages that name it come first, by score.
+    assert [h.node.node_id for h in run.ranked["s1"]] == ["force", "extend", "exclude"]
+    assert [h.node.node_id for h in run.ranked["s2"]] == ["exclude", "force", "extend"]
+    # The question itself and prose sides keep the cross-encoder's order.
+    assert side_code(executed.subqueries[0]) == ["--force-exclude"]
+    assert side_code(SubQuery(id="s3", text="Shirley Temple", hints=Hints(must_include=["Shirley Temple"]),
+                              role="side")) == []
+    assert not names_all("pass -s to skip", ["-S"])  # case kept: -S is not -s
 
 
 def test_a_hops_retry_asks_in_the_questions_words_and_rescores_what_it_finds_keeping_each_pages_best():

@@ -10,14 +10,17 @@ failed), and a page keeps its best score.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from llama_index.core.schema import NodeWithScore
 
 from ..agents.bridge import bridge_queries, page_of_entity, phrased_queries, titled_by
+from ..core.names import code_names
 from ..core.plan import SubQuery, parent_references, resolve_references
 from ..core.search import SearchHits, SearchRequest
+from ..core.sources import passage_text
 from .policy import RetrievalPolicy, pool_size
 from .run import QueryRun
 
@@ -141,6 +144,20 @@ def unscored(run: QueryRun, pools: dict[str, list[PooledCandidate]]) -> list[tup
     return fresh
 
 
+def side_code(sq: SubQuery) -> list[str]:
+    """The code a comparison side is named by (`--check`, `wheel.exclude`, `sane_lists`), or none: a side's name is its
+    `must_include`."""
+    if sq.role != "side":
+        return []
+    return [name for term in sq.hints.must_include for name in code_names(term)]
+
+
+def names_all(text: str, code: Sequence[str]) -> bool:
+    """Whether `text` names each piece of `code` as written (case kept: `-S` is not `-s`), not inside a longer name
+    (`--exclude` is not in `--extend-exclude`). No code: False for every text, so the ranking is the scores'."""
+    return bool(code) and all(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for name in code)
+
+
 def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tuple[str, PooledCandidate]],
                  scores: Sequence[float]) -> None:
     """Add the newly scored candidates to each subquery's ranking (best first; a page scored again keeps its best
@@ -158,8 +175,10 @@ def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tup
             ranked.pop(before)
         ranked.append(NodeWithScore(node=candidate.hit.node, score=score))
         query_of[(sq_id, node_id)] = candidate.variant.request.text
+    by_id = {sq.id: sq for sq in run.plan.subqueries}
     for sq_id in subquery_ids:
         ranked = run.ranked[sq_id]
-        ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
+        code = side_code(by_id[sq_id]) if sq_id in by_id else []
+        ranked.sort(key=lambda h: (names_all(passage_text(h), code), h.score or 0.0), reverse=True)
         if ranked and (sq_id, ranked[0].node.node_id) in query_of:
             run.searched_as[sq_id] = query_of[(sq_id, ranked[0].node.node_id)]
