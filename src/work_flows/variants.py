@@ -161,7 +161,8 @@ def names_all(text: str, code: Sequence[str]) -> bool:
 def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tuple[str, PooledCandidate]],
                  scores: Sequence[float]) -> None:
     """Add the newly scored candidates to each subquery's ranking (best first; a page scored again keeps its best
-    score) and note the query behind its best."""
+    score; a side named by code puts the passages that name it first, `side_code`) and note the query behind its
+    best."""
     query_of: dict[tuple[str, str], str] = {}
     for sq_id in subquery_ids:
         run.ranked.setdefault(sq_id, [])
@@ -179,6 +180,9 @@ def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tup
     for sq_id in subquery_ids:
         ranked = run.ranked[sq_id]
         code = side_code(by_id[sq_id]) if sq_id in by_id else []
-        ranked.sort(key=lambda h: (names_all(passage_text(h), code), h.score or 0.0), reverse=True)
+        if code:  # a side named by code: the passages that name it first, each group by score
+            ranked.sort(key=lambda h: (names_all(passage_text(h), code), h.score or 0.0), reverse=True)
+        else:
+            ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
         if ranked and (sq_id, ranked[0].node.node_id) in query_of:
             run.searched_as[sq_id] = query_of[(sq_id, ranked[0].node.node_id)]
