@@ -10,6 +10,7 @@ import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from dagrag import Settings
+from dagrag.core.names import names_all
 from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan
 from dagrag.core.result import SentenceCheck, Source, SubqueryReport, Verification
 from dagrag.core.search import SearchHits
@@ -28,7 +29,6 @@ from dagrag.work_flows.run import QueryRun, before_deadline
 from dagrag.work_flows.variants import (
     Variant,
     merge_scores,
-    names_all,
     pool_candidates,
     side_code,
     subquery_searches,

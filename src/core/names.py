@@ -12,7 +12,7 @@ spans in a passage with a regular expression. Both build on the same two facts:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,12 @@ def code_names(text: str) -> list[str]:
         if name and not all(len(part) <= 1 for part in re.split(r"[._]", name)):
             names.append(name)
     return list(dict.fromkeys(names))
+
+
+def names_all(text: str, code: Sequence[str]) -> bool:
+    """Whether `text` names each piece of `code` as written (case kept: `-S` is not `-s`), not inside a longer name
+    (`--exclude` is not in `--extend-exclude`). No code: False for every text."""
+    return bool(code) and all(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for name in code)
 
 
 def name_key(name: str) -> str:

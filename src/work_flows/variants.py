@@ -10,14 +10,13 @@ failed), and a page keeps its best score.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from llama_index.core.schema import NodeWithScore
 
 from ..agents.bridge import bridge_queries, page_of_entity, phrased_queries, titled_by
-from ..core.names import code_names
+from ..core.names import code_names, names_all
 from ..core.plan import SubQuery, parent_references, resolve_references
 from ..core.search import SearchHits, SearchRequest
 from ..core.sources import passage_text
@@ -150,12 +149,6 @@ def side_code(sq: SubQuery) -> list[str]:
     if sq.role != "side":
         return []
     return [name for term in sq.hints.must_include for name in code_names(term)]
-
-
-def names_all(text: str, code: Sequence[str]) -> bool:
-    """Whether `text` names each piece of `code` as written (case kept: `-S` is not `-s`), not inside a longer name
-    (`--exclude` is not in `--extend-exclude`). No code: False for every text, so the ranking is the scores'."""
-    return bool(code) and all(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for name in code)
 
 
 def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tuple[str, PooledCandidate]],
