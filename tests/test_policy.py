@@ -27,6 +27,7 @@ from dagrag.work_flows.policy import (
 from dagrag.work_flows.report import record_search
 from dagrag.work_flows.run import QueryRun, before_deadline
 from dagrag.work_flows.variants import (
+    PooledCandidate,
     Variant,
     merge_scores,
     pool_candidates,
@@ -198,7 +199,7 @@ def test_only_unscored_candidates_meet_the_reranker_and_the_best_names_its_query
     assert run.searched_as["s1"] == QUESTION
 
 
-def test_a_side_named_by_code_ranks_the_passages_that_name_it_first():
+def test_a_side_named_by_code_ranks_the_passages_that_name_it_first_led_by_its_own_section():
     question = "When would I pick --force-exclude over --exclude?"
     plan = Plan(query=question, subqueries=[
         SubQuery(id=f"s{i}", text=f"{side} pick", hints=Hints(must_include=[side]), role="side")
@@ -217,6 +218,13 @@ def test_a_side_named_by_code_ranks_the_passages_that_name_it_first():
     # --exclude is not named inside --extend-exclude; each side's passages that name it come first, by score.
     assert [h.node.node_id for h in run.ranked["s1"]] == ["force", "extend", "exclude"]
     assert [h.node.node_id for h in run.ranked["s2"]] == ["exclude", "force", "extend"]
+    # Led by its own section: the passage under the heading `--exclude`, though another that names it scores higher,
+    # and asked for: the side's search hints the sections its name heads.
+    own = NodeWithScore(node=TextNode(id_="own", text="Paths listed in .gitignore are skipped by default.",
+                                      metadata={"title": "The basics", "section": "Options > --exclude"}), score=0.9)
+    merge_scores(run, ["s2"], [("s2", PooledCandidate(variants["s2"], own, 0.9))], [0.2])
+    assert [h.node.node_id for h in run.ranked["s2"]] == ["own", "exclude", "force", "extend"]
+    assert variants["s2"].request.sections == ("--exclude",)
     # The question itself and prose sides keep the cross-encoder's order.
     assert side_code(executed.subqueries[0]) == ["--force-exclude"]
     assert side_code(SubQuery(id="s3", text="Shirley Temple", hints=Hints(must_include=["Shirley Temple"]),

@@ -16,13 +16,15 @@ points, each under an id made from its content). They cost a second copy of the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 from qdrant_client import QdrantClient
 from qdrant_client.http import models as rest
 from qdrant_client.hybrid.fusion import reciprocal_rank_fusion
+
+from ..core.names import headed_by
 
 SCROLL_PAGE = 4096
 SparseQuery = tuple[list[int], list[float]]
@@ -46,6 +48,7 @@ class EmbeddedIndex:
     ids: list[rest.ExtendedPointId]
     dense: np.ndarray
     sparse: SparseMatrix | None
+    places: list[tuple[str, str]] = field(default_factory=list)  # each row's (title, section)
 
 
 def is_embedded(client: QdrantClient) -> bool:
@@ -66,11 +69,12 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_name: str | None) -> EmbeddedIndex:
-    """Every point's dense vector (and sparse one), scrolled page by page. A point without a sparse vector gets an
-    empty row and is left out of the IDF's document count, as Qdrant leaves it out."""
+    """Every point's dense vector (and sparse one) and its place (title, section), scrolled page by page. A point
+    without a sparse vector gets an empty row and is left out of the IDF's document count, as Qdrant leaves it out."""
     points = client.count(collection, exact=True).count
     names = [dense_name] + ([sparse_name] if sparse_name else [])
     ids: list[rest.ExtendedPointId] = []
+    places: list[tuple[str, str]] = []
     dense: list[np.ndarray] = []  # a page at a time: no list of Python floats for the whole collection
     columns: dict[int, int] = {}
     rows: list[int] = []
@@ -79,7 +83,7 @@ def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_na
     documents = 0
     offset: rest.ExtendedPointId | None = None
     while True:
-        page, offset = client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=False,
+        page, offset = client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=["title", "section"],
                                      with_vectors=names)
         paged = [point.vector if isinstance(point.vector, dict) else {} for point in page]
         if page:
@@ -87,6 +91,8 @@ def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_na
         for point, vectors in zip(page, paged):
             row = len(ids)
             ids.append(point.id)
+            payload = point.payload or {}
+            places.append((str(payload.get("title") or ""), str(payload.get("section") or "")))
             sparse = vectors.get(sparse_name) if sparse_name else None
             if isinstance(sparse, rest.SparseVector):
                 documents += 1
@@ -100,7 +106,7 @@ def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_na
     if sparse_name:
         csc = sp.csc_matrix((np.asarray(values, dtype=np.float64), (rows, cols)), shape=(len(ids), len(columns)))
         bm25 = SparseMatrix(columns=columns, matrix=csc, idf=qdrant_idf(np.diff(csc.indptr), documents))
-    return EmbeddedIndex(points=points, ids=ids, dense=matrix, sparse=bm25)
+    return EmbeddedIndex(points=points, ids=ids, dense=matrix, sparse=bm25, places=places)
 
 
 def _best(scores: np.ndarray, rows: np.ndarray, limit: int) -> Hits:
@@ -118,6 +124,19 @@ def top_dense(index: EmbeddedIndex, queries: np.ndarray, limits: Sequence[int]) 
     scores = unit_rows(np.asarray(queries, dtype=np.float32)) @ index.dense.T
     every = np.arange(len(index.ids))
     return [_best(row_scores, every, limit) if limit > 0 else [] for row_scores, limit in zip(scores, limits)]
+
+
+def top_headed(index: EmbeddedIndex, query: np.ndarray, code: Sequence[str], limit: int) -> Hits:
+    """The `limit` rows, by cosine similarity, whose title or a heading names each piece of `code` as written
+    (`headed_by`); none for no code."""
+    rows = np.asarray([row for row, (title, section) in enumerate(index.places)
+                       if code and all(name in title or name in section for name in code)
+                       and headed_by(title, section, code)], dtype=np.int64)
+    if not len(rows) or limit <= 0:
+        return []
+    scores = np.zeros(len(index.ids), dtype=np.float32)
+    scores[rows] = index.dense[rows] @ unit_rows(np.asarray(query, dtype=np.float32))
+    return _best(scores, rows, limit)
 
 
 def top_sparse(index: EmbeddedIndex, query: SparseQuery, limit: int) -> Hits:
@@ -163,20 +182,34 @@ class EmbeddedSearch:
         index = self.index()
         dense_hits = top_dense(index, np.asarray(dense, dtype=np.float32), limits)
         sparse_hits = [top_sparse(index, query, limit) for query, limit in zip(sparse, limits)] if sparse else None
-        rows = {row for hits in dense_hits + (sparse_hits or []) for row, _ in hits}
-        wanted = [index.ids[row] for row in sorted(rows)]
-        payloads = {record.id: record.payload for record in
-                    (self.client.retrieve(self.collection, ids=wanted, with_payload=True) if wanted else [])}
-
-        def points(hits: Hits) -> list[rest.ScoredPoint]:
-            return [rest.ScoredPoint(id=index.ids[row], version=0, score=score, payload=payloads.get(index.ids[row]))
-                    for row, score in hits]
-
+        payloads = self._payloads(index, dense_hits + (sparse_hits or []))
+        dense_points = [_as_points(index, hits, payloads) for hits in dense_hits]
         if sparse_hits is None:
-            return [points(hits) for hits in dense_hits]
-        return [reciprocal_rank_fusion([points(d), points(s)], limit=limit)
-                for d, s, limit in zip(dense_hits, sparse_hits, limits)]
+            return dense_points
+        return [reciprocal_rank_fusion([d, _as_points(index, s, payloads)], limit=limit)
+                for d, s, limit in zip(dense_points, sparse_hits, limits)]
 
+    def search_headed(self, dense: Sequence[list[float]], headings: Sequence[Sequence[str]], limits: Sequence[int]
+                      ) -> list[list[rest.ScoredPoint]]:
+        """Per query: the `limit` passages its `headings` head (`top_headed`: a title or heading names the code as
+        written), best by cosine first, each with its payload; none for a query without headings."""
+        index = self.index()
+        batch = [top_headed(index, np.asarray(query), code, limit) if code else []
+                 for query, code, limit in zip(dense, headings, limits)]
+        payloads = self._payloads(index, batch)
+        return [_as_points(index, hits, payloads) for hits in batch]
+
+    def _payloads(self, index: EmbeddedIndex, batch: list[Hits]) -> dict[rest.ExtendedPointId, dict | None]:
+        """The payloads of every row the hits name: one read for the batch."""
+        wanted = [index.ids[row] for row in sorted({row for hits in batch for row, _ in hits})]
+        return {record.id: record.payload for record in
+                (self.client.retrieve(self.collection, ids=wanted, with_payload=True) if wanted else [])}
+
+
+def _as_points(index: EmbeddedIndex, hits: Hits, payloads: dict[rest.ExtendedPointId, dict | None]
+               ) -> list[rest.ScoredPoint]:
+    return [rest.ScoredPoint(id=index.ids[row], version=0, score=score, payload=payloads.get(index.ids[row]))
+            for row, score in hits]
 
 __all__ = ["EmbeddedIndex", "EmbeddedSearch", "SparseMatrix", "is_embedded", "qdrant_idf", "read_index", "top_dense",
-           "top_sparse"]
+           "top_headed", "top_sparse"]

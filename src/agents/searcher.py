@@ -22,12 +22,21 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models as rest
 
-from ..core.names import KnownNames, names_in_metadata
+from ..core.names import KnownNames, headed_by, is_code, names_all, names_in_metadata
 from ..core.search import SearchHits, SearchRequest
 from ..core.sparse import query_vector
 from ..core.text import tokens
 from .cache import LRUCache
 from .embedded_search import EmbeddedSearch, is_embedded
+
+Points = list[rest.ScoredPoint]
+
+
+def _heading_filter(code: Sequence[str]) -> rest.Filter:
+    """Points whose title or section holds the words of each piece of `code` (a server's text match; `_rank` then
+    keeps those that name it as written)."""
+    return rest.Filter(must=[rest.Filter(should=[rest.FieldCondition(key=key, match=rest.MatchText(text=name))
+                                                 for key in ("title", "section")]) for name in code])
 
 
 def _scaled_to_best(points: list[rest.ScoredPoint]) -> list[rest.ScoredPoint]:
@@ -42,12 +51,24 @@ def _contains_phrase(haystack: list[str], phrase: list[str]) -> bool:
 
 
 def term_match_ratio(terms: Sequence[str], text: str) -> float:
-    """Share of the terms that appear in the text as whole-word phrases (accent- and case-folded)."""
-    phrases = [tokens(term) for term in terms if tokens(term)]
-    if not phrases:
+    """Share of the terms the text names: a term that is code as written (`names_all`: `--exclude` is not in
+    `--extend-exclude`, `-C` is not `-c`), any other as a whole-word phrase (accent- and case-folded)."""
+    terms = [term for term in terms if tokens(term)]
+    if not terms:
         return 0.0
     haystack = tokens(text)
-    return sum(_contains_phrase(haystack, phrase) for phrase in phrases) / len(phrases)
+    return sum(names_all(text, [term.strip()]) if is_code(term) else _contains_phrase(haystack, tokens(term))
+               for term in terms) / len(terms)
+
+
+def heading_code(request: SearchRequest) -> list[str]:
+    """The section hints of a request that are code: the passages they head are looked up as well."""
+    return [term.strip() for term in request.sections if is_code(term)]
+
+
+def _place(point: rest.ScoredPoint) -> tuple[str, str]:
+    payload = point.payload or {}
+    return str(payload.get("title") or ""), str(payload.get("section") or "")
 
 
 async def embed_texts(embed_model: BaseEmbedding, texts: list[str]) -> list[list[float]]:
@@ -123,7 +144,8 @@ class SearcherAgent:
         return [fresh[t] if v is None else v for t, v in zip(texts, cached)]
 
     async def asearch_layer(self, requests: Sequence[SearchRequest]) -> list[SearchHits]:
-        """All requests of a layer: one embedding batch, one Qdrant batch query."""
+        """All requests of a layer: one embedding batch, one Qdrant batch query (with, for a request whose section
+        hints are code, the passages they head)."""
         if not requests:
             return []
         texts = [r.text for r in requests] + [r.hyde for r in requests if r.hyde]
@@ -138,28 +160,37 @@ class SearcherAgent:
                 hyde_row += 1
             queries.append(vector.tolist())
         limits = [r.top_k * self.dense_overfetch for r in requests]
-        responses = await self._query_batch(queries, limits, [r.text for r in requests])
-        return [self._rank(request, points) for request, points in zip(requests, responses)]
+        headings = [heading_code(r) for r in requests]
+        responses, headed = await self._query_batch(queries, limits, [r.text for r in requests], headings)
+        return [self._rank(request, points, own) for request, points, own in zip(requests, responses, headed)]
 
-    async def _query_batch(self, queries: list[list[float]], limits: list[int], texts: list[str]
-                           ) -> list[list[rest.ScoredPoint]]:
+    async def _query_batch(self, queries: list[list[float]], limits: list[int], texts: list[str],
+                           headings: list[list[str]]) -> tuple[list[Points], list[Points]]:
+        """Each query's hits, and the hits of the passages its `headings` head (none where it has none)."""
         store = self.vector_store
         if self.aclient is None and is_embedded(store.client):
             # Embedded Qdrant rescans and renormalises every vector per query in Python: searched in-process instead.
             embedded = self._embedded_search()
             sparse = [query_vector(text) for text in texts] if self.hybrid else None
 
-            def run_embedded() -> list[list[rest.ScoredPoint]]:
+            def run_embedded() -> tuple[list[Points], list[Points]]:
                 with self._sync_lock:
-                    return embedded.search(queries, sparse, limits)
+                    found = embedded.search(queries, sparse, limits)
+                    return found, (embedded.search_headed(queries, headings, limits) if any(headings)
+                                   else [[] for _ in queries])
 
-            points = await asyncio.to_thread(run_embedded)
-            return [_scaled_to_best(p) for p in points] if self.hybrid else points
+            points, headed = await asyncio.to_thread(run_embedded)
+            return ([_scaled_to_best(p) for p in points] if self.hybrid else points), headed
         if self.hybrid:
             batch = [self._hybrid_request(query, limit, text) for query, limit, text in zip(queries, limits, texts)]
         else:
             batch = [rest.QueryRequest(query=query, using=store.dense_vector_name, limit=limit, with_payload=True)
                      for query, limit in zip(queries, limits)]
+        # A heading's passages, in the same batch: a text filter narrows them (Qdrant matches words, not code as
+        # written), `_rank` keeps those whose title or heading names the code.
+        looked_up = [i for i, code in enumerate(headings) if code]
+        batch += [rest.QueryRequest(query=queries[i], using=store.dense_vector_name, limit=limits[i], with_payload=True,
+                                    filter=_heading_filter(headings[i])) for i in looked_up]
         if self.aclient is not None:
             responses = await self.aclient.query_batch_points(collection_name=store.collection_name, requests=batch)
         else:  # a server reached through a sync client only (a vector store passed in)
@@ -167,8 +198,11 @@ class SearcherAgent:
                 return store.client.query_batch_points(collection_name=store.collection_name, requests=batch)
 
             responses = await asyncio.to_thread(run)
-        points = [response.points for response in responses]
-        return [_scaled_to_best(p) for p in points] if self.hybrid else points
+        points = [response.points for response in responses[:len(queries)]]
+        headed: list[Points] = [[] for _ in queries]
+        for i, response in zip(looked_up, responses[len(queries):]):
+            headed[i] = response.points
+        return ([_scaled_to_best(p) for p in points] if self.hybrid else points), headed
 
     def _embedded_search(self) -> EmbeddedSearch:
         store = self.vector_store
@@ -187,7 +221,18 @@ class SearcherAgent:
                                     using=store.sparse_vector_name, limit=limit)],
             query=rest.FusionQuery(fusion=rest.Fusion.RRF), limit=limit, with_payload=True)
 
-    def _rank(self, request: SearchRequest, points: list[rest.ScoredPoint]) -> SearchHits:
+    def _rank(self, request: SearchRequest, points: list[rest.ScoredPoint], headed: list[rest.ScoredPoint]
+              ) -> SearchHits:
+        """The request's `top_k` best by score, with the boosts of its must_include and section hints. A passage
+        under a title or heading that names a section hint that is code (`headed_by`) counts as the search's best
+        match: the collection's own structure says what it is about, however its words score ("-C" finds `-c`, and
+        the section `--exclude` heads is outscored by the ones that mention `--exclude`)."""
+        code = heading_code(request)
+        best = max((point.score for point in points), default=1.0)
+        own = [point.model_copy(update={"score": best}) for point in headed if headed_by(*_place(point), code)]
+        own = own[: request.top_k]
+        own_ids = {point.id for point in own}
+        points = own + [point for point in points if point.id not in own_ids]
         result = self.vector_store.parse_to_query_result(points)
         scored: list[NodeWithScore] = []
         for node, similarity in zip(result.nodes, result.similarities or []):

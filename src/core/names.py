@@ -81,6 +81,17 @@ def names_all(text: str, code: Sequence[str]) -> bool:
     return bool(code) and all(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for name in code)
 
 
+def is_code(term: str) -> bool:
+    """Whether `term` is one piece of code as a whole (`--exclude`, `-S`, `markdown.markdown`), not prose."""
+    return code_names(term) == [term.strip()]
+
+
+def headed_by(title: str, section: str, code: Sequence[str]) -> bool:
+    """Whether a passage's place — its document's title or a heading on its section path — names each piece of `code`
+    as written (`names_all`): the section `--exclude` heads is about `--exclude`, one that mentions it may not be."""
+    return names_all(" > ".join([title, section]), code)
+
+
 def name_key(name: str) -> str:
     """How a name is compared: case-folded, without quotes, backticks or a call's "()", spaces collapsed."""
     key = " ".join(name.strip().strip("`\"'“”‘’").split()).casefold()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from llama_index.core.schema import NodeWithScore
 
 from ..agents.bridge import bridge_queries, page_of_entity, phrased_queries, titled_by
-from ..core.names import code_names, names_all
+from ..core.names import code_names, headed_by, names_all
 from ..core.plan import SubQuery, parent_references, resolve_references
 from ..core.search import SearchHits, SearchRequest
 from ..core.sources import passage_text
@@ -43,6 +43,10 @@ def _title(hit: NodeWithScore) -> str:
     return str(hit.node.metadata.get("title", ""))
 
 
+def _section(hit: NodeWithScore) -> str:
+    return str(hit.node.metadata.get("section") or "")
+
+
 def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, attempt: int) -> list[Variant]:
     """The searches a subquery runs on its `attempt`-th try: one, or one per candidate bridge entity for a hop.
 
@@ -56,7 +60,8 @@ def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, atte
     request = SearchRequest(
         text=text, top_k=pool_size(policy, run, sq, attempt),
         hyde=run.hyde.get(sq.id) or (run.plan.hyde_document if run.path == "single" else None),
-        must_include=tuple(sq.hints.must_include), sections=tuple(sq.hints.sections))
+        # A side named by code asks for the sections its name heads (the searcher looks them up).
+        must_include=tuple(sq.hints.must_include), sections=tuple(dict.fromkeys([*sq.hints.sections, *side_code(sq)])))
     if attempt > 1:
         extra = [t for t in [*sq.hints.synonyms, *sq.hints.must_include] if t.lower() not in text.lower()]
         request = replace(request, text=" ".join([text, *extra]))
@@ -154,8 +159,8 @@ def side_code(sq: SubQuery) -> list[str]:
 def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tuple[str, PooledCandidate]],
                  scores: Sequence[float]) -> None:
     """Add the newly scored candidates to each subquery's ranking (best first; a page scored again keeps its best
-    score; a side named by code puts the passages that name it first, `side_code`) and note the query behind its
-    best."""
+    score; a side named by code puts the passages that name it first, `side_code`, led by the best one under a title
+    or heading that names it, `headed_by`) and note the query behind its best."""
     query_of: dict[tuple[str, str], str] = {}
     for sq_id in subquery_ids:
         run.ranked.setdefault(sq_id, [])
@@ -175,6 +180,10 @@ def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tup
         code = side_code(by_id[sq_id]) if sq_id in by_id else []
         if code:  # a side named by code: the passages that name it first, each group by score
             ranked.sort(key=lambda h: (names_all(passage_text(h), code), h.score or 0.0), reverse=True)
+            # led by its own section: the passage a heading of that name heads, not one that mentions it
+            own = next((i for i, hit in enumerate(ranked) if headed_by(_title(hit), _section(hit), code)), None)
+            if own:
+                ranked.insert(0, ranked.pop(own))
         else:
             ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
         if ranked and (sq_id, ranked[0].node.node_id) in query_of:
