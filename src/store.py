@@ -120,11 +120,14 @@ def check_collection_model(client: QdrantClient, collection: str, embed_spec: st
             f"collection {collection!r} holds {recorded_dim}-d vectors; {embed_spec!r} makes {dim}-d ones")
 
 
-# The payload fields anything run on a dagrag collection filters on, with their index type. dagrag's own searches
-# filter on none (every search is a dense or dense + BM25 query over the whole collection; ingest reads points by
-# id). LlamaIndex's QdrantVectorStore filters on `doc_id` (`delete(ref_doc_id)`, a query's `doc_ids`) and indexes it
-# when it creates a collection itself; dagrag creates the collection, so it makes that index in its place.
-PAYLOAD_INDEXES: dict[str, rest.PayloadSchemaType] = {"doc_id": rest.PayloadSchemaType.KEYWORD}
+# The payload fields anything run on a dagrag collection filters on, with their index type. dagrag's searches filter
+# on `title` and `section` by their words when a comparison side is named by code (the passages its name heads:
+# `SearcherAgent`), every other search being a dense or dense + BM25 query over the whole collection; ingest reads
+# points by id. LlamaIndex's QdrantVectorStore filters on `doc_id` (`delete(ref_doc_id)`, a query's `doc_ids`) and
+# indexes it when it creates a collection itself; dagrag creates the collection, so it makes that index in its place.
+PAYLOAD_INDEXES: dict[str, rest.PayloadSchemaType] = {"doc_id": rest.PayloadSchemaType.KEYWORD,
+                                                      "title": rest.PayloadSchemaType.TEXT,
+                                                      "section": rest.PayloadSchemaType.TEXT}
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,9 @@ def test_a_new_collection_on_a_server_is_laid_out_as_the_settings_say(monkeypatc
         assert create["sparse_vectors_config"] == {
             SPARSE_VECTOR_NAME: rest.SparseVectorParams(modifier=rest.Modifier.IDF)}
         assert [kwargs for name, kwargs in calls if name == "create_payload_index"] == [
-            {"collection_name": "laid-out", "field_name": "doc_id", "field_schema": rest.PayloadSchemaType.KEYWORD}]
+            {"collection_name": "laid-out", "field_name": "doc_id", "field_schema": rest.PayloadSchemaType.KEYWORD},
+            {"collection_name": "laid-out", "field_name": "title", "field_schema": rest.PayloadSchemaType.TEXT},
+            {"collection_name": "laid-out", "field_name": "section", "field_schema": rest.PayloadSchemaType.TEXT}]
         assert async_calls == []  # ingest writes through the sync client
         assert report.added == local.count("laid-out").count == len(nodes(1))
     finally:
