@@ -19,6 +19,7 @@ from dagrag.work_flows.answerability import (
     abstain_reason,
     abstention_text,
     answer_score,
+    every_side_answered,
     unfound_names,
 )
 from dagrag.work_flows.query_workflow import QueryWorkflow
@@ -135,3 +136,24 @@ async def test_an_option_the_collection_never_mentions_abstains(docs_workflow) -
 async def test_an_option_the_collection_documents_is_answered(docs_workflow) -> None:
     result = await docs_workflow().run(query="What happens when I pass --line-ranges?")
     assert not result.abstained and "--line-ranges" in result.answer
+
+
+def test_a_comparison_is_answered_side_by_side() -> None:
+    minus_s = (0.78, "-S, --skip-string-normalization: By default, Black uses double quotes for all strings.")
+    minus_c = (0.80, "-C, --skip-magic-trailing-comma: By default, Black uses existing trailing commas.")
+    assert every_side_answered([[minus_s], [minus_c]], [["-S"], ["-C"]], 0.1)
+    assert not every_side_answered([[minus_s], [(0.05, minus_c[1])]], [["-S"], ["-C"]], 0.1)  # one side unanswered
+    assert not every_side_answered([[minus_s], []], [["-S"], ["-C"]], 0.1)  # one side kept nothing
+    # A side named by code its passage does not name is not answered, however well the words score.
+    ranges = (0.97, "`--line-ranges`: format only the given line ranges, e.g. `--line-ranges=1-10`.")
+    assert not every_side_answered([[ranges], [ranges]], [["--line-ranges"], ["--line-ranges-auto"]], 0.1)
+    assert every_side_answered([[(0.6, "Poetry locks dependencies.")], [(0.4, "uv is fast.")]], [[], []], 0.1)
+    assert not every_side_answered([], [], 0.1)
+
+
+async def test_two_options_each_found_answer_a_comparison_at_budget_two(docs_workflow) -> None:
+    """At budget 2 the two sides' own sections are all that is kept, and neither scores against "the difference"."""
+    result = await docs_workflow(context_budget=2).run(query="What's the difference between -S and -C in black?")
+    assert not result.abstained
+    assert {s.metadata.get("section", "").rsplit(" > ", 1)[-1] for s in result.sources} == {
+        "-S, --skip-string-normalization", "-C, --skip-magic-trailing-comma"}

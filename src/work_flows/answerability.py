@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ..agents.writer import NO_EVIDENCE_ANSWER
 from ..core.markup import plain
+from ..core.names import names_all
 from ..core.result import Source
 from ..core.sources import source_title
 
@@ -89,6 +90,21 @@ def abstain_reason(best: AnswerScore, bar: AbstainBar) -> str | None:
                if bar.unfound else "")
     return (f"no kept passage answers the question: {unfound}the best, source [{best.source_number}], scores "
             f"{best.score:.3f} against the question, under {bar.setting} {bar.threshold}")
+
+
+def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str]]], side_code: Sequence[Sequence[str]],
+                        bar: float) -> bool:
+    """Whether each side of a comparison has a kept passage that answers the side: its reranker probability for the
+    side's own search reaches `bar` and, for a side named by code, it names that code as written (`names_all`, read as a
+    reader sees it). `side_passages[i]` are side i's kept passages as (score, text); no sides: False.
+
+    A comparison is answered side by side. "What's the difference between -S and -C?" is answered by the two options'
+    own sections, and no one of them scores against the whole question; a side the collection does not document
+    (`--line-ranges-auto` beside `--line-ranges`, `httpx` in another project's docs) finds no passage that answers it.
+    """
+    return bool(side_passages) and all(
+        any(score >= bar and (not code or names_all(plain(text), code)) for score, text in passages)
+        for passages, code in zip(side_passages, side_code, strict=True))
 
 
 def abstention_text(sources: Sequence[Source], *, closest: int = 3) -> str:

@@ -45,7 +45,14 @@ from ..core.roles import (
 )
 from ..core.search import SearchHits
 from ..core.sources import passage_text
-from .answerability import abstain_bar, abstain_reason, abstention_text, answer_score, unfound_names
+from .answerability import (
+    abstain_bar,
+    abstain_reason,
+    abstention_text,
+    answer_score,
+    every_side_answered,
+    unfound_names,
+)
 from .deeper_hops import apply_deepening, next_hop
 from .events import (
     AnswerDrafted,
@@ -78,7 +85,15 @@ from .policy import (
 from .progress import AnswerWritten, HopAdded, LayerDone, LLMProgress, PlanChosen
 from .report import build_result, record_search, record_skipped_hop
 from .run import QueryRun, before_deadline
-from .variants import PooledCandidate, Variant, merge_scores, pool_candidates, subquery_searches, unscored
+from .variants import (
+    PooledCandidate,
+    Variant,
+    merge_scores,
+    pool_candidates,
+    side_code,
+    subquery_searches,
+    unscored,
+)
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -307,8 +322,9 @@ class QueryWorkflow(Workflow):
     async def _abstain_reason(self, run: QueryRun, sources: list[Source]) -> str | None:
         """Score the question against each kept passage's sentences and, only if none of them answers, against the
         whole passages; why to abstain, or None. Sentences first: the extractive writer scores the same pairs (the
-        reranker's cache serves them again), and one answering sentence settles it. A run out of time, or a failing
-        cross-encoder, does not abstain: the writer's own fallbacks take over."""
+        reranker's cache serves them again), and one answering sentence settles it. A comparison whose every side
+        keeps a passage that answers the side (`every_side_answered`) is answered without asking. A run out of time,
+        or a failing cross-encoder, does not abstain: the writer's own fallbacks take over."""
         if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval:
             return None
         hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
@@ -317,6 +333,14 @@ class QueryWorkflow(Workflow):
                           unfound=unfound_names(code_names(run.plan.query), (passage_text(h) for h in hits.values())))
         if not sources:
             return abstain_reason(answer_score([], []), bar)
+        sides = [sq for sq in run.plan.subqueries if sq.role == "side"]
+        kept = {s.node_id for s in sources}
+        # A side's scores are the cross-encoder's probabilities, unless it failed and the search's order stood.
+        reranked = not any(d.agent == "reranker" for d in run.ledger.degradations)
+        if sides and reranked and bar.threshold > 0 and every_side_answered(
+                [[(h.score or 0.0, passage_text(h)) for h in run.ranked.get(sq.id, []) if h.node.node_id in kept]
+                 for sq in sides], [side_code(sq) for sq in sides], bar.threshold):
+            return None
         sentences = [source_sentences(s) for s in sources]
         flat = await self._question_scores(run, [t for own in sentences for t in own])
         if flat is None:
