@@ -334,13 +334,14 @@ class QueryWorkflow(Workflow):
         if not sources:
             return abstain_reason(answer_score([], []), bar)
         sides = [sq for sq in run.plan.subqueries if sq.role == "side"]
-        kept = {s.node_id for s in sources}
         # A side's scores are the cross-encoder's probabilities, unless it failed and the search's order stood.
         reranked = not any(d.agent == "reranker" for d in run.ledger.degradations)
-        if sides and reranked and bar.threshold > 0 and every_side_answered(
-                [[(h.score or 0.0, passage_text(h)) for h in run.ranked.get(sq.id, []) if h.node.node_id in kept]
-                 for sq in sides], [side_code(sq) for sq in sides], bar.threshold):
-            return None
+        if sides and reranked:
+            kept = {s.node_id for s in sources}
+            side_passages = [[(h.score or 0.0, passage_text(h)) for h in run.ranked.get(sq.id, [])
+                              if h.node.node_id in kept] for sq in sides]
+            if every_side_answered(side_passages, [side_code(sq) for sq in sides], bar.threshold):
+                return None
         sentences = [source_sentences(s) for s in sources]
         flat = await self._question_scores(run, [t for own in sentences for t in own])
         if flat is None:
