@@ -122,7 +122,8 @@ def check_collection_model(client: QdrantClient, collection: str, embed_spec: st
 
 # The payload fields anything run on a dagrag collection filters on, with their index type. dagrag's searches filter
 # on `title` and `section` by their words when a comparison side is named by code (the passages its name heads:
-# `SearcherAgent`), every other search being a dense or dense + BM25 query over the whole collection; ingest reads
+# `SearcherAgent`; it also matches `source`, left unindexed so that a user's keyword index can serve their own filters
+# on it), every other search being a dense or dense + BM25 query over the whole collection; ingest reads
 # points by id. LlamaIndex's QdrantVectorStore filters on `doc_id` (`delete(ref_doc_id)`, a query's `doc_ids`) and
 # indexes it when it creates a collection itself; dagrag creates the collection, so it makes that index in its place.
 PAYLOAD_INDEXES: dict[str, rest.PayloadSchemaType] = {"doc_id": rest.PayloadSchemaType.KEYWORD,

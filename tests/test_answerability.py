@@ -9,7 +9,7 @@ import pytest
 
 from dagrag.agents.writer import NO_EVIDENCE_ANSWER
 from dagrag.config import Settings
-from dagrag.core.names import code_names
+from dagrag.core.names import Place, code_names
 from dagrag.core.result import Source
 from dagrag.ingest import ingest_nodes, read_nodes
 from dagrag.work_flows.answerability import (
@@ -139,16 +139,31 @@ async def test_an_option_the_collection_documents_is_answered(docs_workflow) -> 
 
 
 def test_a_comparison_is_answered_side_by_side() -> None:
-    minus_s = (0.78, "-S, --skip-string-normalization: By default, Black uses double quotes for all strings.")
-    minus_c = (0.80, "-C, --skip-magic-trailing-comma: By default, Black uses existing trailing commas.")
+    basics = Place("The basics", "Usage > Command line options", "usage_and_configuration/the_basics.md")
+    minus_s = (0.78, "-S, --skip-string-normalization: By default, Black uses double quotes for all strings.", basics)
+    minus_c = (0.80, "-C, --skip-magic-trailing-comma: By default, Black uses existing trailing commas.", basics)
     assert every_side_answered([[minus_s], [minus_c]], [["-S"], ["-C"]], 0.1)
-    assert not every_side_answered([[minus_s], [(0.05, minus_c[1])]], [["-S"], ["-C"]], 0.1)  # one side unanswered
+    assert not every_side_answered([[minus_s], [(0.05, *minus_c[1:])]], [["-S"], ["-C"]], 0.1)  # one side unanswered
     assert not every_side_answered([[minus_s], []], [["-S"], ["-C"]], 0.1)  # one side kept nothing
     # A side named by code its passage does not name is not answered, however well the words score.
-    ranges = (0.97, "`--line-ranges`: format only the given line ranges, e.g. `--line-ranges=1-10`.")
+    ranges = (0.97, "`--line-ranges`: format only the given line ranges, e.g. `--line-ranges=1-10`.", basics)
     assert not every_side_answered([[ranges], [ranges]], [["--line-ranges"], ["--line-ranges-auto"]], 0.1)
-    assert every_side_answered([[(0.6, "Poetry locks dependencies.")], [(0.4, "uv is fast.")]], [[], []], 0.1)
+    # ... unless its place does: the page `sane_lists.md` is about `sane_lists`, though its Summary never says so.
+    sane = (0.9, "The Sane Lists extension alters the behavior of the Markdown List syntax.",
+            Place("Sane Lists", "Summary", "extensions/sane_lists.md"))
+    em = (0.9, "The Legacy EM extension restores Markdown's original behavior for emphasis.",
+          Place("Legacy EM", "Summary", "extensions/legacy_em.md"))
+    assert every_side_answered([[sane], [em]], [["sane_lists"], ["legacy_em"]], 0.1)
+    assert not every_side_answered([[em], [sane]], [["sane_lists"], ["legacy_em"]], 0.1)
+    prose = Place("Tools")
+    assert every_side_answered([[(0.6, "Poetry locks dependencies.", prose)], [(0.4, "uv is fast.", prose)]],
+                               [[], []], 0.1)
     assert not every_side_answered([], [], 0.1)
+    # Three sides, two passages: answered when the sides answered fill the budget, not when one side took it all.
+    three = [["sane_lists"], ["legacy_em"], ["nl2br"]]
+    assert every_side_answered([[sane], [em], []], three, 0.1, room=2)
+    assert not every_side_answered([[sane], [em], []], three, 0.1, room=3)
+    assert not every_side_answered([[sane, sane], [], []], three, 0.1, room=2)
 
 
 async def test_two_options_each_found_answer_a_comparison_at_budget_two(docs_workflow) -> None:

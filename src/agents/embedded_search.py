@@ -24,7 +24,7 @@ from qdrant_client import QdrantClient
 from qdrant_client.http import models as rest
 from qdrant_client.hybrid.fusion import reciprocal_rank_fusion
 
-from ..core.names import headed_by
+from ..core.names import Place, headed_by
 
 SCROLL_PAGE = 4096
 SparseQuery = tuple[list[int], list[float]]
@@ -48,7 +48,7 @@ class EmbeddedIndex:
     ids: list[rest.ExtendedPointId]
     dense: np.ndarray
     sparse: SparseMatrix | None
-    places: list[tuple[str, str]] = field(default_factory=list)  # each row's (title, section)
+    places: list[Place] = field(default_factory=list)  # each row's place: title, section, file
 
 
 def is_embedded(client: QdrantClient) -> bool:
@@ -69,12 +69,12 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_name: str | None) -> EmbeddedIndex:
-    """Every point's dense vector (and sparse one) and its place (title, section), scrolled page by page. A point
+    """Every point's dense vector (and sparse one) and its place (`Place`), scrolled page by page. A point
     without a sparse vector gets an empty row and is left out of the IDF's document count, as Qdrant leaves it out."""
     points = client.count(collection, exact=True).count
     names = [dense_name] + ([sparse_name] if sparse_name else [])
     ids: list[rest.ExtendedPointId] = []
-    places: list[tuple[str, str]] = []
+    places: list[Place] = []
     dense: list[np.ndarray] = []  # a page at a time: no list of Python floats for the whole collection
     columns: dict[int, int] = {}
     rows: list[int] = []
@@ -83,7 +83,7 @@ def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_na
     documents = 0
     offset: rest.ExtendedPointId | None = None
     while True:
-        page, offset = client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=["title", "section"],
+        page, offset = client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=list(Place._fields),
                                      with_vectors=names)
         paged = [point.vector if isinstance(point.vector, dict) else {} for point in page]
         if page:
@@ -91,8 +91,7 @@ def read_index(client: QdrantClient, collection: str, dense_name: str, sparse_na
         for point, vectors in zip(page, paged):
             row = len(ids)
             ids.append(point.id)
-            payload = point.payload or {}
-            places.append((str(payload.get("title") or ""), str(payload.get("section") or "")))
+            places.append(Place.of(point.payload))
             sparse = vectors.get(sparse_name) if sparse_name else None
             if isinstance(sparse, rest.SparseVector):
                 documents += 1
@@ -127,11 +126,11 @@ def top_dense(index: EmbeddedIndex, queries: np.ndarray, limits: Sequence[int]) 
 
 
 def top_headed(index: EmbeddedIndex, query: np.ndarray, code: Sequence[str], limit: int) -> Hits:
-    """The `limit` rows, by cosine similarity, whose title or a heading names each piece of `code` as written
-    (`headed_by`); none for no code."""
-    rows = np.asarray([row for row, (title, section) in enumerate(index.places)
-                       if code and all(name in title or name in section for name in code)
-                       and headed_by(title, section, code)], dtype=np.int64)
+    """The `limit` rows, by cosine similarity, whose title, a heading or file name names each piece of `code` as
+    written (`headed_by`); none for no code."""
+    rows = np.asarray([row for row, place in enumerate(index.places)
+                       if code and all(any(name in field for field in place) for name in code)
+                       and headed_by(place, code)], dtype=np.int64)
     if not len(rows) or limit <= 0:
         return []
     scores = np.zeros(len(index.ids), dtype=np.float32)

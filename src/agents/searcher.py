@@ -22,7 +22,7 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient
 from qdrant_client.http import models as rest
 
-from ..core.names import KnownNames, headed_by, is_code, names_all, names_in_metadata
+from ..core.names import KnownNames, Place, file_name, headed_by, is_code, names_all, names_in_metadata, opening
 from ..core.search import SearchHits, SearchRequest
 from ..core.sparse import query_vector
 from ..core.text import tokens
@@ -32,11 +32,16 @@ from .embedded_search import EmbeddedSearch, is_embedded
 Points = list[rest.ScoredPoint]
 
 
+# The passages a heading's lookup reads: enough to hold the opening passage of the page or section a name heads, of
+# which `_rank` keeps the request's top_k.
+HEADED_PASSAGES_READ = 50
+
+
 def _heading_filter(code: Sequence[str]) -> rest.Filter:
-    """Points whose title or section holds the words of each piece of `code` (a server's text match; `_rank` then
-    keeps those that name it as written)."""
+    """Points whose title, section or file holds the words of each piece of `code` (a server's text match; `_rank`
+    then keeps those whose place names it as written)."""
     return rest.Filter(must=[rest.Filter(should=[rest.FieldCondition(key=key, match=rest.MatchText(text=name))
-                                                 for key in ("title", "section")]) for name in code])
+                                                 for key in Place._fields]) for name in code])
 
 
 def _scaled_to_best(points: list[rest.ScoredPoint]) -> list[rest.ScoredPoint]:
@@ -64,11 +69,6 @@ def term_match_ratio(terms: Sequence[str], text: str) -> float:
 def heading_code(request: SearchRequest) -> list[str]:
     """The section hints of a request that are code: the passages they head are looked up as well."""
     return [term.strip() for term in request.sections if is_code(term)]
-
-
-def _place(point: rest.ScoredPoint) -> tuple[str, str]:
-    payload = point.payload or {}
-    return str(payload.get("title") or ""), str(payload.get("section") or "")
 
 
 async def embed_texts(embed_model: BaseEmbedding, texts: list[str]) -> list[list[float]]:
@@ -176,8 +176,8 @@ class SearcherAgent:
             def run_embedded() -> tuple[list[Points], list[Points]]:
                 with self._sync_lock:
                     found = embedded.search(queries, sparse, limits)
-                    return found, (embedded.search_headed(queries, headings, limits) if any(headings)
-                                   else [[] for _ in queries])
+                    return found, (embedded.search_headed(queries, headings, [HEADED_PASSAGES_READ] * len(queries))
+                                   if any(headings) else [[] for _ in queries])
 
             points, headed = await asyncio.to_thread(run_embedded)
             return ([_scaled_to_best(p) for p in points] if self.hybrid else points), headed
@@ -187,10 +187,10 @@ class SearcherAgent:
             batch = [rest.QueryRequest(query=query, using=store.dense_vector_name, limit=limit, with_payload=True)
                      for query, limit in zip(queries, limits)]
         # A heading's passages, in the same batch: a text filter narrows them (Qdrant matches words, not code as
-        # written), `_rank` keeps those whose title or heading names the code.
+        # written), `_rank` keeps those whose place names the code.
         looked_up = [i for i, code in enumerate(headings) if code]
-        batch += [rest.QueryRequest(query=queries[i], using=store.dense_vector_name, limit=limits[i], with_payload=True,
-                                    filter=_heading_filter(headings[i])) for i in looked_up]
+        batch += [rest.QueryRequest(query=queries[i], using=store.dense_vector_name, limit=HEADED_PASSAGES_READ,
+                                    with_payload=True, filter=_heading_filter(headings[i])) for i in looked_up]
         if self.aclient is not None:
             responses = await self.aclient.query_batch_points(collection_name=store.collection_name, requests=batch)
         else:  # a server reached through a sync client only (a vector store passed in)
@@ -223,14 +223,18 @@ class SearcherAgent:
 
     def _rank(self, request: SearchRequest, points: list[rest.ScoredPoint], headed: list[rest.ScoredPoint]
               ) -> SearchHits:
-        """The request's `top_k` best by score, with the boosts of its must_include and section hints. A passage
-        under a title or heading that names a section hint that is code (`headed_by`) counts as the search's best
-        match: the collection's own structure says what it is about, however its words score ("-C" finds `-c`, and
-        the section `--exclude` heads is outscored by the ones that mention `--exclude`)."""
+        """The request's `top_k` best by score, with the boosts of its must_include and section hints. The passages
+        whose place — a title, heading or file name — names a section hint that is code (`headed_by`) count as the
+        search's best match, and the one that opens that place leads: the collection's own structure says what they are
+        about, however their words score ("-C" finds `-c`, the section `--exclude` heads is outscored by the ones that
+        mention `--exclude`, and the Summary of `sane_lists.md` does not name `sane_lists`)."""
         code = heading_code(request)
         best = max((point.score for point in points), default=1.0)
-        own = [point.model_copy(update={"score": best}) for point in headed if headed_by(*_place(point), code)]
-        own = own[: request.top_k]
+        own = [point for point in headed if headed_by(Place.of(point.payload), code)]
+        if own:
+            lead = opening([point.payload for point in own])
+            own.insert(0, own.pop(lead))
+        own = [point.model_copy(update={"score": best}) for point in own[: request.top_k]]
         own_ids = {point.id for point in own}
         points = own + [point for point in points if point.id not in own_ids]
         result = self.vector_store.parse_to_query_result(points)
@@ -241,8 +245,13 @@ class SearcherAgent:
                 score += self.must_include_boost * term_match_ratio(
                     request.must_include, node.get_content(metadata_mode=MetadataMode.EMBED))
             if request.sections:
-                section = " ".join(str(node.metadata.get(k, "")) for k in ("section", "title"))
-                score += self.section_boost_weight * term_match_ratio(request.sections, section)
+                place = Place.of(node.metadata)
+                score += self.section_boost_weight * term_match_ratio(
+                    request.sections, " ".join([place.section, place.title, file_name(place.source)]))
             scored.append(NodeWithScore(node=node, score=score))
+        leader = scored[0] if own else None
         scored.sort(key=lambda hit: hit.score or 0.0, reverse=True)
+        if leader is not None and scored[0] is not leader:  # the boosts do not push the place's opening out
+            scored.remove(leader)
+            scored.insert(0, leader.model_copy(update={"score": scored[0].score}))
         return SearchHits(candidates=scored[: request.top_k])

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import PurePosixPath
+from typing import Any, NamedTuple
 
 # "to" also glues ranges in passages ("1945 to 1969", "Ashford to Dunmere"); it stays because comparison
 # questions need it ("Echoes to Nowhere or Velvet Static"), and on the multi-hop benchmark sets
@@ -55,6 +56,7 @@ _CODE_SPAN = re.compile(r"(?<!`)`([^`\n]{1,80})`(?![`_])")
 # A Markdown link's text ("[the cache guide](cache.md)") or a reStructuredText one (`the cache guide <cache.html>`_).
 _LINK_TEXT = re.compile(r"(?<!!)\[([^\]\n]{1,80})\]\([^)\n]*\)|`([^`<\n]{1,80}?)\s*<[^>\n]+>`__?")
 MAX_NAME_CHARS = 80
+_RECORD = re.compile(r":\d+$")  # a JSON Lines record's source: "corpus.jsonl:12"
 NAMES_KEY = "dagrag_names"
 """The key of a collection's metadata that records the names it knows."""
 
@@ -86,10 +88,48 @@ def is_code(term: str) -> bool:
     return code_names(term) == [term.strip()]
 
 
-def headed_by(title: str, section: str, code: Sequence[str]) -> bool:
-    """Whether a passage's place — its document's title or a heading on its section path — names each piece of `code`
-    as written (`names_all`): the section `--exclude` heads is about `--exclude`, one that mentions it may not be."""
-    return names_all(" > ".join([title, section]), code)
+class Place(NamedTuple):
+    """Where a passage sits in its collection: its document's title, its section path (" > "-joined headings) and
+    the file it comes from (`source`), as its payload holds them."""
+
+    title: str
+    section: str = ""
+    source: str = ""
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any] | None) -> Place:
+        """A passage's place, read from its metadata or payload (a missing field reads as "")."""
+        metadata = metadata or {}
+        return cls(*(str(metadata.get(key) or "") for key in cls._fields))
+
+
+def file_name(source: str) -> str:
+    """The name of the file a passage comes from, without its folder or extension (`extensions/sane_lists.md` →
+    `sane_lists`); none for a record of a JSON Lines file (`corpus.jsonl:12`), which is not a page of its own."""
+    if not source or _RECORD.search(source):
+        return ""
+    return PurePosixPath(source.replace("\\", "/")).stem
+
+
+def headed_by(place: Place, code: Sequence[str]) -> bool:
+    """Whether a passage's place — its document's title, a heading on its section path, or its file's name — names
+    each piece of `code` as written (`names_all`): the section `--exclude` heads is about `--exclude`, one that mentions
+    it may not be; documentation names a page after what it documents (`extensions/sane_lists.md`, titled "Sane Lists",
+    is about `sane_lists`)."""
+    return names_all(" > ".join([place.title, place.section, file_name(place.source)]), code)
+
+
+def opening(passages: Sequence[Mapping[str, Any] | None]) -> int:
+    """Of passages that share a place (`headed_by` the same name), given as their metadata or payloads, the index of the
+    one that opens it: the earliest by its `position` in its document (0 where ingest recorded none), from the first
+    passage's file. A page or a section says what it is about first ("The Sane Lists extension alters …"); its later
+    passages, which often name the code, do not. Raises IndexError for no passages."""
+    def position(i: int) -> int:
+        value = (passages[i] or {}).get("position")
+        return value if isinstance(value, int) else 0
+
+    source = Place.of(passages[0]).source
+    return min((i for i, metadata in enumerate(passages) if Place.of(metadata).source == source), key=position)
 
 
 def name_key(name: str) -> str:

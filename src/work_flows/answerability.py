@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..agents.writer import NO_EVIDENCE_ANSWER
 from ..core.markup import plain
-from ..core.names import names_all
+from ..core.names import Place, headed_by, names_all
 from ..core.result import Source
 from ..core.sources import source_title
 
@@ -92,19 +92,26 @@ def abstain_reason(best: AnswerScore, bar: AbstainBar) -> str | None:
             f"{best.score:.3f} against the question, under {bar.setting} {bar.threshold}")
 
 
-def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str]]], side_code: Sequence[Sequence[str]],
-                        bar: float) -> bool:
+def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str, Place]]], side_code: Sequence[Sequence[str]],
+                        bar: float, room: int | None = None) -> bool:
     """Whether each side of a comparison has a kept passage that answers the side: its reranker probability for the
-    side's own search reaches `bar` and, for a side named by code, it names that code as written (`names_all`, read as a
-    reader sees it). `side_passages[i]` are side i's kept passages as (score, text); no sides: False.
+    side's own search reaches `bar` and, for a side named by code, it names that code as written, in its text
+    (`names_all`, read as a reader sees it) or in its place (`headed_by`: the Summary of `sane_lists.md` is about
+    `sane_lists`).
+    `side_passages[i]` are side i's kept passages as (score, text, place). `room` is how many passages the budget
+    holds: a comparison of more sides than that is answered when the sides answered fill it (two passages cannot show
+    three extensions). No sides: False.
 
     A comparison is answered side by side. "What's the difference between -S and -C?" is answered by the two options'
     own sections, and no one of them scores against the whole question; a side the collection does not document
     (`--line-ranges-auto` beside `--line-ranges`, `httpx` in another project's docs) finds no passage that answers it.
     """
-    return bool(side_passages) and all(
-        any(score >= bar and (not code or names_all(plain(text), code)) for score, text in passages)
-        for passages, code in zip(side_passages, side_code, strict=True))
+    answered = [any(score >= bar and (not code or names_all(plain(text), code) or headed_by(place, code))
+                    for score, text, place in passages)
+                for passages, code in zip(side_passages, side_code, strict=True)]
+    if room is not None and len(answered) > room:
+        return sum(answered) >= room
+    return bool(answered) and all(answered)
 
 
 def abstention_text(sources: Sequence[Source], *, closest: int = 3) -> str:

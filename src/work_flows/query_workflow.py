@@ -30,7 +30,7 @@ from ..agents.resolver import ReferenceResolverAgent
 from ..agents.writer import source_sentences
 from ..config import Settings
 from ..core.inputs import check_history, check_question
-from ..core.names import KnownNames, code_names
+from ..core.names import KnownNames, Place, code_names
 from ..core.plan import ExecutedPlan, SubQuery, parent_references, with_question_searched
 from ..core.result import ProgressListener, RunLedger, Source, Verification, WrittenAnswer
 from ..core.roles import (
@@ -338,9 +338,10 @@ class QueryWorkflow(Workflow):
         reranked = not any(d.agent == "reranker" for d in run.ledger.degradations)
         if sides and reranked:
             kept = {s.node_id for s in sources}
-            side_passages = [[(h.score or 0.0, passage_text(h)) for h in run.ranked.get(sq.id, [])
-                              if h.node.node_id in kept] for sq in sides]
-            if every_side_answered(side_passages, [side_code(sq) for sq in sides], bar.threshold):
+            side_passages = [[(h.score or 0.0, passage_text(h), Place.of(h.node.metadata))
+                              for h in run.ranked.get(sq.id, []) if h.node.node_id in kept] for sq in sides]
+            if every_side_answered(side_passages, [side_code(sq) for sq in sides], bar.threshold,
+                                   room=self.policy.context_budget):
                 return None
         sentences = [source_sentences(s) for s in sources]
         flat = await self._question_scores(run, [t for own in sentences for t in own])

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from llama_index.core.schema import NodeWithScore
 
 from ..agents.bridge import bridge_queries, page_of_entity, phrased_queries, titled_by
-from ..core.names import code_names, headed_by, names_all
+from ..core.names import Place, code_names, headed_by, names_all, opening
 from ..core.plan import SubQuery, parent_references, resolve_references
 from ..core.search import SearchHits, SearchRequest
 from ..core.sources import passage_text
@@ -41,10 +41,6 @@ class PooledCandidate:
 
 def _title(hit: NodeWithScore) -> str:
     return str(hit.node.metadata.get("title", ""))
-
-
-def _section(hit: NodeWithScore) -> str:
-    return str(hit.node.metadata.get("section") or "")
 
 
 def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, attempt: int) -> list[Variant]:
@@ -180,10 +176,11 @@ def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tup
         code = side_code(by_id[sq_id]) if sq_id in by_id else []
         if code:  # a side named by code: the passages that name it first, each group by score
             ranked.sort(key=lambda h: (names_all(passage_text(h), code), h.score or 0.0), reverse=True)
-            # led by its own section: the passage a heading of that name heads, not one that mentions it
-            own = next((i for i, hit in enumerate(ranked) if headed_by(_title(hit), _section(hit), code)), None)
-            if own:
-                ranked.insert(0, ranked.pop(own))
+            # led by its own page or section: the passage that opens the place its name heads, not one that mentions it
+            heads = [i for i, hit in enumerate(ranked) if headed_by(Place.of(hit.node.metadata), code)]
+            if heads:
+                lead = heads[opening([ranked[i].node.metadata for i in heads])]
+                ranked.insert(0, ranked.pop(lead))
         else:
             ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
         if ranked and (sq_id, ranked[0].node.node_id) in query_of:
