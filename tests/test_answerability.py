@@ -155,6 +155,14 @@ def test_a_comparison_is_answered_side_by_side() -> None:
           Place("Legacy EM", "Summary", "extensions/legacy_em.md"))
     assert every_side_answered([[sane], [em]], [["sane_lists"], ["legacy_em"]], 0.1)
     assert not every_side_answered([[em], [sane]], [["sane_lists"], ["legacy_em"]], 0.1)
+    # A side's own section answers it, however little it scores against the side's search: `--diff` does not make a
+    # CI step fail, and its section saying what it does is the answer.
+    check = (0.15, "`--check`: Don't write the files back, just return the status.",
+             Place("The basics", "Usage > Command line options > --check", "the_basics.md"))
+    diff = (0.004, "`--diff`: Don't write the files back, just output a diff.",
+            Place("The basics", "Usage > Command line options > --diff", "the_basics.md"))
+    assert every_side_answered([[check], [diff]], [["--check"], ["--diff"]], 0.1)
+    assert not every_side_answered([[check], [(0.004, diff[1], basics)]], [["--check"], ["--diff"]], 0.1)
     prose = Place("Tools")
     assert every_side_answered([[(0.6, "Poetry locks dependencies.", prose)], [(0.4, "uv is fast.", prose)]],
                                [[], []], 0.1)
@@ -166,9 +174,14 @@ def test_a_comparison_is_answered_side_by_side() -> None:
     assert not every_side_answered([[sane, sane], [], []], three, 0.1, room=2)
 
 
-async def test_two_options_each_found_answer_a_comparison_at_budget_two(docs_workflow) -> None:
-    """At budget 2 the two sides' own sections are all that is kept, and neither scores against "the difference"."""
-    result = await docs_workflow(context_budget=2).run(query="What's the difference between -S and -C in black?")
-    assert not result.abstained
-    assert {s.metadata.get("section", "").rsplit(" > ", 1)[-1] for s in result.sources} == {
-        "-S, --skip-string-normalization", "-C, --skip-magic-trailing-comma"}
+@pytest.mark.parametrize("question, sections", [
+    ("What's the difference between -S and -C in black?",
+     {"-S, --skip-string-normalization", "-C, --skip-magic-trailing-comma"}),
+    # `--diff`'s own section scores ~0 against "--diff makes a CI step fail": it does not, and that is the answer.
+    ("black --check vs --diff: which one makes a CI step fail on unformatted code?", {"--check", "--diff"}),
+])
+async def test_two_options_each_found_answer_a_comparison_at_budget_two(docs_workflow, question, sections) -> None:
+    """At budget 2 the two sides' own sections are all that is kept, and neither scores against the whole question."""
+    result = await docs_workflow(context_budget=2).run(query=question)
+    assert not result.abstained, result.abstain_reason
+    assert {s.metadata.get("section", "").rsplit(" > ", 1)[-1] for s in result.sources} == sections

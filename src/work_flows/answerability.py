@@ -94,10 +94,12 @@ def abstain_reason(best: AnswerScore, bar: AbstainBar) -> str | None:
 
 def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str, Place]]], side_code: Sequence[Sequence[str]],
                         bar: float, room: int | None = None) -> bool:
-    """Whether each side of a comparison has a kept passage that answers the side: its reranker probability for the
-    side's own search reaches `bar` and, for a side named by code, it names that code as written, in its text
-    (`names_all`, read as a reader sees it) or in its place (`headed_by`: the Summary of `sane_lists.md` is about
-    `sane_lists`).
+    """Whether each side of a comparison has a kept passage that answers the side. For a side named by code: the
+    passage the collection gives that code, its place names it (`headed_by`: the section `--diff` heads, the Summary
+    of `sane_lists.md`), whatever it scores against the side's search ("--diff makes a CI step fail" is not what the
+    `--diff` section says, and that is the answer); or a passage that names it as written (`names_all`, read as a
+    reader sees it) and whose reranker probability for the side's own search reaches `bar`. For a side named in prose:
+    a passage at the bar.
     `side_passages[i]` are side i's kept passages as (score, text, place). `room` is how many passages the budget
     holds: a comparison of more sides than that is answered when the sides answered fill it (two passages cannot show
     three extensions). No sides: False.
@@ -106,7 +108,8 @@ def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str, Place
     own sections, and no one of them scores against the whole question; a side the collection does not document
     (`--line-ranges-auto` beside `--line-ranges`, `httpx` in another project's docs) finds no passage that answers it.
     """
-    answered = [any(score >= bar and (not code or names_all(plain(text), code) or headed_by(place, code))
+    answered = [any((bool(code) and headed_by(place, code))
+                    or (score >= bar and (not code or names_all(plain(text), code)))
                     for score, text, place in passages)
                 for passages, code in zip(side_passages, side_code, strict=True)]
     if room is not None and len(answered) > room:
