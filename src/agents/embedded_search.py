@@ -190,8 +190,8 @@ class EmbeddedSearch:
 
     def search_headed(self, dense: Sequence[list[float]], headings: Sequence[Sequence[str]], limits: Sequence[int]
                       ) -> list[list[rest.ScoredPoint]]:
-        """Per query: the `limit` passages its `headings` head (`top_headed`: a title or heading names the code as
-        written), best by cosine first, each with its payload; none for a query without headings."""
+        """Per query: the `limit` passages its `headings` head (`top_headed`: a title, heading or file name names the
+        code as written), best by cosine first, each with its payload; none for a query without headings."""
         index = self.index()
         batch = [top_headed(index, np.asarray(query), code, limit) if code else []
                  for query, code, limit in zip(dense, headings, limits)]

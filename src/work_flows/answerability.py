@@ -108,8 +108,7 @@ def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str, Place
     own sections, and no one of them scores against the whole question; a side the collection does not document
     (`--line-ranges-auto` beside `--line-ranges`, `httpx` in another project's docs) finds no passage that answers it.
     """
-    answered = [any((bool(code) and headed_by(place, code))
-                    or (score >= bar and (not code or names_all(plain(text), code)))
+    answered = [any(headed_by(place, code) or (score >= bar and (not code or names_all(plain(text), code)))
                     for score, text, place in passages)
                 for passages, code in zip(side_passages, side_code, strict=True)]
     if room is not None and len(answered) > room:

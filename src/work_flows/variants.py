@@ -155,8 +155,8 @@ def side_code(sq: SubQuery) -> list[str]:
 def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tuple[str, PooledCandidate]],
                  scores: Sequence[float]) -> None:
     """Add the newly scored candidates to each subquery's ranking (best first; a page scored again keeps its best
-    score; a side named by code puts the passages that name it first, `side_code`, led by the best one under a title
-    or heading that names it, `headed_by`) and note the query behind its best."""
+    score; a side named by code puts the passages that name it first, `side_code`, led by the one that opens the page
+    or section its name heads, `headed_by` and `opening`) and note the query behind its best."""
     query_of: dict[tuple[str, str], str] = {}
     for sq_id in subquery_ids:
         run.ranked.setdefault(sq_id, [])
