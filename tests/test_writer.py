@@ -154,3 +154,25 @@ def test_a_hop_plans_answer_still_quotes_the_sentence_that_answers_the_question_
     answer = asyncio.run(writer.awrite(question, plan, sources, RunLedger())).text
     assert f"{best.candidates[top].in_context} [1]" in answer
     assert "[2]" in answer  # the hop still speaks through its own best document
+
+
+def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_document(reranker) -> None:
+    # The question's search ranked the release-cadence passage first, but its answering sentence alone scores under
+    # the bar, while a sentence of the runner-up that only shares the words "new release" clears it. With room
+    # left, the best document speaks too; without room, the sentences that answer keep it.
+    question = "How often do the quill maintainers put out a new release?"
+    cadence = sectioned(1, "Release process", "Release cadence", "We aim to release whatever is on `main` every 1-2 "
+                        "months. This keeps the workload on maintainers predictable.")
+    cutting = sectioned(2, "Release process", "Cutting a release", "Congratulations! You've successfully cut a new "
+                        "release of quill. Go stand up and take a break.")
+    plan = one_search_plan(question)
+    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [cadence, cutting]))
+    top = max(range(len(scored.candidates)), key=lambda i: scored.question_score[i])
+    assert scored.candidates[top].source_number == 2 and scored.question_score[0] < 0.1  # what makes this case
+    assert scored.question_lead == 0
+    answer = asyncio.run(WriterAgent(reranker).awrite(question, plan, [cadence, cutting], RunLedger())).text
+    assert answer == ("Release process > Release cadence: We aim to release whatever is on `main` every 1-2 months. "
+                      "[1] Release process > Cutting a release: You've successfully cut a new release of quill. [2]")
+    full = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [cadence, cutting],
+                                                                    RunLedger())).text
+    assert full == "Release process > Cutting a release: You've successfully cut a new release of quill. [2]"

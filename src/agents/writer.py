@@ -103,6 +103,9 @@ class _ScoredSentences:
     candidates: list[_Candidate]
     question_score: list[float]
     best_for: dict[str, tuple[float, int]]  # subquery id -> (score, candidate index)
+    # The sentence of the question's own best document (the first source its search kept) that scores highest
+    # against the question, or None when the question's search kept nothing.
+    question_lead: int | None = None
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
@@ -230,7 +233,11 @@ class WriterAgent:
             combined = (score + question_score[index]) / 2
             if combined > best_for.get(sq_id, (-1.0, -1))[0]:
                 best_for[sq_id] = (combined, index)
-        return _ScoredSentences(candidates, question_score, best_for)
+        lead_source = min((best_source[sq.id] for sq in plan.subqueries
+                           if sq.text == question and sq.id in best_source), default=None)
+        own = [i for i, c in enumerate(candidates) if c.source_number == lead_source]
+        question_lead = max(own, key=lambda i: question_score[i]) if own else None
+        return _ScoredSentences(candidates, question_score, best_for, question_lead)
 
     def _extractive(self, plan: ExecutedPlan, scored: _ScoredSentences) -> str:
         candidates, question_score, best_for = scored.candidates, scored.question_score, scored.best_for
@@ -247,6 +254,12 @@ class WriterAgent:
                 break
             if index not in chosen and question_score[index] >= self.answers_from:
                 chosen.append(index)
+        # Room left once every answering sentence is in: the question's own best document speaks. The cross-encoder
+        # ranked that passage first for the question, though none of its sentences alone clears the bar ("We aim to
+        # release every 1-2 months." scores 0.08 for "How often do they put out a new release?").
+        lead = scored.question_lead
+        if lead is not None and lead not in chosen and len(chosen) < self.max_sentences:
+            chosen.append(lead)
         chosen = chosen[: self.max_sentences]
         chosen.sort(key=lambda i: (candidates[i].source_number, candidates[i].position))
         # Quoted as scored: "Brenton County: Its county seat is Harrowgate." says what "Its" is about; a source's
