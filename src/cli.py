@@ -85,11 +85,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             speed = progress.tasks[task].speed
             progress.update(task, rate=f"{speed:.0f} passages/s" if speed else "")
 
-        report = ingest_nodes(settings, nodes, embed_model, progress=advance)
+        report = ingest_nodes(settings, nodes, embed_model, progress=advance, replace=args.replace)
         progress.update(task, completed=len(nodes))
     console.print(
         f"collection [bold]{report.collection}[/] at {settings.qdrant_location()}: "
-        f"{report.added} added, {report.already_present} already present ({report.seconds:.1f} s)", soft_wrap=True)
+        f"{report.added} added, {report.already_present} already present"
+        f"{f', {report.removed} replaced chunks removed' if args.replace else ''} ({report.seconds:.1f} s)",
+        soft_wrap=True)
     return INGESTED_WITH_SKIPS if read.skipped else 0
 
 
@@ -226,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--collection", help="collection name (default: DAGRAG_COLLECTION or 'dagrag')")
     ingest.add_argument("--strict", action="store_true",
                         help="refuse the folder, writing nothing, if any file in it would be skipped")
+    ingest.add_argument("--replace", action="store_true",
+                        help="the documents read are now the whole text of their files: delete the chunks of those "
+                        "files (by their path inside PATH) that they no longer hold, so edited text is not cited")
     ingest.set_defaults(func=cmd_ingest)
     query = commands.add_parser("query", help="answer a question")
     query.add_argument("question")

@@ -46,6 +46,7 @@ from .store import (
     open_qdrant,
     open_vector_store,
     record_names,
+    remove_replaced,
 )
 
 ID_NAMESPACE = uuid.UUID("6f1c2a4e-5d0b-4c1e-9a57-d4a6b0e2c3f1")
@@ -64,6 +65,7 @@ class IngestReport:
     added: int
     already_present: int
     seconds: float
+    removed: int = 0  # chunks of the ingested documents that they no longer hold (`replace`)
 
 
 def node_id_for(title: str, text: str, section: str = "") -> str:
@@ -326,8 +328,18 @@ def ingest_nodes(
     *,
     progress: Callable[[int], None] | None = None,
     clients: Any = None,
+    replace: bool = False,
 ) -> IngestReport:
-    """Embed and write the nodes not yet in the collection, creating it if needed."""
+    """Embed and write the nodes not yet in the collection, creating it if needed.
+
+    With `replace`, the nodes are each document's whole text: once they are written, every chunk in the collection
+    from one of their documents (by `source`, the path inside the ingested folder) that is not among them is deleted,
+    so an edited document's old sentences are no longer found or cited. IngestError, before anything is written, for
+    JSON Lines records (each is a passage of its own, named by its line: a record moved to another line would be
+    deleted by name)."""
+    if replace and (records := sorted({str(n.metadata.get("source")) for n in nodes if _is_record(n)})):
+        raise IngestError(f"{records[0]}: --replace reads documents; a JSON Lines record is a passage of its own, "
+                          "named by its line: ingest a changed JSONL file into a new collection")
     started = time.perf_counter()
     clients = clients or open_qdrant(settings)
     client = clients[0]
@@ -375,6 +387,14 @@ def ingest_nodes(
         # The names the collection knows (titles, headings): a hop follows the ones its parent's page mentions.
         record_names(client, settings.collection, set().union(*(
             names_of_page(str(n.metadata.get("title", "")), str(n.metadata.get("section", ""))) for n in nodes)))
+    removed = (remove_replaced(client, settings.collection, {str(n.metadata["source"]) for n in nodes
+                                                             if n.metadata.get("source")}, {n.node_id for n in nodes})
+               if replace and exists else 0)
     return IngestReport(collection=settings.collection, documents=len(nodes), added=len(todo),
-                        already_present=len(present), seconds=time.perf_counter() - started)
+                        already_present=len(present), seconds=time.perf_counter() - started, removed=removed)
+
+
+def _is_record(node: TextNode) -> bool:
+    """Whether a node is a JSON Lines record (its `source` names a line: `corpus.jsonl:12`)."""
+    return bool(re.search(r"\.jsonl:\d+$", str(node.metadata.get("source", ""))))
 

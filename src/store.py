@@ -109,6 +109,19 @@ def record_names(client: QdrantClient, collection: str, names: set[str]) -> None
     client.update_collection(collection_name=collection, metadata={NAMES_KEY: merged[:MAX_RECORDED_NAMES]})
 
 
+def remove_replaced(client: QdrantClient, collection: str, sources: set[str], kept_ids: set[str]) -> int:
+    """Delete the points whose `source` is one of `sources` and whose id is not in `kept_ids`: the chunks an edited
+    document no longer has. Returns how many were deleted."""
+    if not sources:
+        return 0
+    stale = rest.Filter(must=[rest.FieldCondition(key="source", match=rest.MatchAny(any=sorted(sources)))],
+                        must_not=[rest.HasIdCondition(has_id=sorted(kept_ids))])
+    count = client.count(collection, count_filter=stale, exact=True).count
+    if count:
+        client.delete(collection, points_selector=rest.FilterSelector(filter=stale), wait=True)
+    return count
+
+
 def check_collection_model(client: QdrantClient, collection: str, embed_spec: str, dim: int | None = None) -> None:
     recorded, recorded_dim = collection_embed_model(client, collection)
     if recorded is not None and recorded != embed_spec:

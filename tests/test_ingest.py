@@ -308,3 +308,60 @@ def test_ingest_records_the_names_the_collection_knows_and_the_searcher_reads_th
     missing = SearcherAgent(open_vector_store(settings.model_copy(update={"collection": "nope"}), must_exist=False),
                             embed_model)
     assert not asyncio.run(missing.known_names())  # no names, no error: the search itself reports the collection
+
+
+# --- an edited document, ingested again ------------------------------------------------------------
+
+def texts_of(settings: Settings) -> set[str]:
+    points, _ = open_qdrant(settings)[0].scroll(settings.collection, limit=1000, with_payload=True)
+    return {json.loads(p.payload["_node_content"])["text"] for p in points}
+
+
+def test_replace_removes_the_chunks_an_edited_document_no_longer_holds_and_leaves_other_files(tmp_path, embed_model):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    guide = docs / "guide.md"
+    guide.write_text("# Guide\n\n## Ports\n\nThe server listens on port 8080.\n\n"
+                     "## Logs\n\nLogs are written to /var/log/widget.\n", encoding="utf-8")
+    (docs / "faq.md").write_text("# FAQ\n\nWidgets run on Linux and macOS.\n", encoding="utf-8")
+    settings = Settings(qdrant_path=tmp_path / "q", collection="edited")
+    first = ingest_nodes(settings, read_nodes(docs), embed_model, replace=True)
+    assert first.removed == 0 and count(settings) == first.added
+
+    guide.write_text("# Guide\n\n## Ports\n\nThe server listens on port 9090.\n\n"
+                     "## Logs\n\nLogs are written to /var/log/widget.\n", encoding="utf-8")
+    edited = read_nodes(docs)
+    again = ingest_nodes(settings, edited, embed_model, replace=True)
+    assert (again.added, again.removed) == (1, 1)  # the Ports chunk changed; Logs and the FAQ did not
+    held = texts_of(settings)
+    assert not any("8080" in text for text in held) and any("9090" in text for text in held)
+    assert any("Linux and macOS" in text for text in held) and count(settings) == len(edited)
+
+    # Without replace, ingest only adds: the old sentence stays beside the new one.
+    guide.write_text("# Guide\n\n## Ports\n\nThe server listens on port 7070.\n", encoding="utf-8")
+    ingest_nodes(settings, read_nodes(docs), embed_model)
+    assert {"9090", "7070"} <= {port for text in texts_of(settings) for port in ("9090", "7070") if port in text}
+
+
+def test_replace_refuses_json_lines_records_before_writing_anything(tmp_path, embed_model):
+    data = tmp_path / "two.jsonl"
+    data.write_text("\n".join(SAMPLE.read_text(encoding="utf-8").splitlines()[:2]) + "\n", encoding="utf-8")
+    settings = Settings(qdrant_path=tmp_path / "q", collection="records")
+    with pytest.raises(IngestError, match=r"two\.jsonl:1: --replace reads documents"):
+        ingest_nodes(settings, read_nodes(data), embed_model, replace=True)
+    assert not open_qdrant(settings)[0].collection_exists("records")
+
+
+def test_cli_ingest_replace_says_how_many_chunks_it_removed(tmp_path, monkeypatch, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    page = docs / "page.md"
+    page.write_text("# Page\n\nThe default timeout is 30 seconds.\n", encoding="utf-8")
+    monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "q"))
+    monkeypatch.setenv("DAGRAG_COLLECTION", "cli_replace")
+    assert main(["ingest", str(docs), "--replace"]) == 0
+    page.write_text("# Page\n\nThe default timeout is 60 seconds.\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["ingest", str(docs), "--replace"]) == 0
+    assert "1 added, 0 already present, 1 replaced chunks removed" in " ".join(capsys.readouterr().err.split())
+    assert count(Settings()) == 1

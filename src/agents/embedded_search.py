@@ -9,8 +9,10 @@ unchanged; on the embedded store the searcher reads the collection's vectors onc
 holds the points and payloads, and writes go to it) and searches them here, with Qdrant's formulas — cosine on
 unit vectors, the IDF modifier's BM25 weighting, RRF with its constant — so both paths rank alike.
 
-The vectors are read from the collection once and again when its point count changes (dagrag's ingest only adds
-points, each under an id made from its content). They cost a second copy of the dense vectors in memory.
+The vectors are read from the collection once and again when its point count changes (ingest adds points, each
+under an id made from its content; `ingest --replace` that deletes as many as it adds leaves the count as it was, so
+a searcher that read the collection before, in the same process, keeps the old vectors until it is built again: the
+CLI ingests in a process of its own). They cost a second copy of the dense vectors in memory.
 """
 
 from __future__ import annotations
