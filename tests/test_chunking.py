@@ -392,3 +392,24 @@ def test_ingest_reads_a_folder_of_rst_with_the_markdown(tmp_path):
     assert titles == {"API Reference", "Guide"}
     node = next(n for n in read.nodes if "attrs.define" in n.text and n.metadata["section"] == "Core")
     assert node.metadata["source"] == "api.rst" and node.metadata["line"] >= 1
+
+
+def test_a_huge_paragraph_reaches_the_sentence_splitter_in_bounded_spans_and_loses_no_text(monkeypatch):
+    # NLTK runs Punkt under a 5-second wall-clock limit per call: a 2 MB paragraph (a log without blank lines) failed
+    # the ingest on a busy CPU. Each call now reads at most SPLITTER_SPAN_CHARS, cut after a line break.
+    from llama_index.core.node_parser import SentenceSplitter
+
+    from dagrag.chunking import blocks
+
+    read: list[int] = []
+    split_text = SentenceSplitter.split_text
+
+    def recording(self, text):
+        read.append(len(text))
+        return split_text(self, text)
+
+    monkeypatch.setattr(SentenceSplitter, "split_text", recording)
+    lines = [f"Entry {n} of the service log was written." for n in range(3000)]  # ~126k characters, one paragraph
+    pieces = blocks._fit(blocks.Block(kind="paragraph", text="\n".join(lines)), 256, blocks.count_tokens)
+    assert len(read) > 1 and max(read) <= blocks.SPLITTER_SPAN_CHARS
+    assert " ".join(" ".join(p.text for p in pieces).split()) == " ".join(lines)

@@ -27,6 +27,10 @@ BlockKind = Literal["paragraph", "item", "row", "code"]
 HARD_CAP_FACTOR = 4
 # What joining two blocks costs, in tokens ("\n\n" or "\n"); counted so a chunk's sum stays an upper bound.
 JOIN_TOKENS = 1
+# The most text one call of the sentence splitter reads. NLTK (3.10 on) runs Punkt's regular expressions under a
+# 5-second wall-clock limit per call, and a 2 MB paragraph (a log, a book without blank lines) took longer than that
+# on a busy CPU and failed the ingest; cut at line breaks first, each call reads a bounded span.
+SPLITTER_SPAN_CHARS = 20_000
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 
 
@@ -99,7 +103,20 @@ def _fit(block: Block, budget: int, tokens: TokenCounter) -> list[Block]:
         return [block]
     if block.kind == "code":
         return _cut_code(block, budget, tokens)
-    return [replace(block, text=piece) for piece in _sentence_splitter(budget).split_text(block.text)]
+    splitter = _sentence_splitter(budget)
+    return [replace(block, text=piece) for span in _spans(block.text, SPLITTER_SPAN_CHARS)
+            for piece in splitter.split_text(span)]
+
+
+def _spans(text: str, limit: int) -> list[str]:
+    """`text` in consecutive spans of at most `limit` characters, each cut after a line break where there is one
+    (else after a space, else at the limit); the text itself when it is no longer than that."""
+    spans: list[str] = []
+    while len(text) > limit:
+        cut = text.rfind("\n", 0, limit) + 1 or text.rfind(" ", 0, limit) + 1 or limit
+        spans.append(text[:cut])
+        text = text[cut:]
+    return [*spans, text] if text else spans
 
 
 def _joined(blocks: Sequence[Block]) -> str:
