@@ -36,7 +36,7 @@ from .chunking import (
 from .config import Settings
 from .core.errors import IngestError
 from .core.markup import plain
-from .core.names import names_of_page
+from .core.names import is_record, names_of_page
 from .core.sources import content_key
 from .core.text import content_words
 from .store import (
@@ -337,8 +337,9 @@ def ingest_nodes(
     so an edited document's old sentences are no longer found or cited. IngestError, before anything is written, for
     JSON Lines records (each is a passage of its own, named by its line: a record moved to another line would be
     deleted by name)."""
-    if replace and (records := sorted({str(n.metadata.get("source")) for n in nodes if _is_record(n)})):
-        raise IngestError(f"{records[0]}: --replace reads documents; a JSON Lines record is a passage of its own, "
+    sources = [str(n.metadata.get("source", "")) for n in nodes]
+    if replace and (record := next((source for source in sources if is_record(source)), None)):
+        raise IngestError(f"{record}: --replace reads documents; a JSON Lines record is a passage of its own, "
                           "named by its line: ingest a changed JSONL file into a new collection")
     started = time.perf_counter()
     clients = clients or open_qdrant(settings)
@@ -387,14 +388,7 @@ def ingest_nodes(
         # The names the collection knows (titles, headings): a hop follows the ones its parent's page mentions.
         record_names(client, settings.collection, set().union(*(
             names_of_page(str(n.metadata.get("title", "")), str(n.metadata.get("section", ""))) for n in nodes)))
-    removed = (remove_replaced(client, settings.collection, {str(n.metadata["source"]) for n in nodes
-                                                             if n.metadata.get("source")}, {n.node_id for n in nodes})
+    removed = (remove_replaced(client, settings.collection, set(filter(None, sources)), {n.node_id for n in nodes})
                if replace and exists else 0)
     return IngestReport(collection=settings.collection, documents=len(nodes), added=len(todo),
                         already_present=len(present), seconds=time.perf_counter() - started, removed=removed)
-
-
-def _is_record(node: TextNode) -> bool:
-    """Whether a node is a JSON Lines record (its `source` names a line: `corpus.jsonl:12`)."""
-    return bool(re.search(r"\.jsonl:\d+$", str(node.metadata.get("source", ""))))
-

@@ -103,10 +103,15 @@ class Place(NamedTuple):
         return cls(*(str(metadata.get(key) or "") for key in cls._fields))
 
 
+def is_record(source: str) -> bool:
+    """Whether a passage's `source` names a record of a JSON Lines file (`corpus.jsonl:12`), not a document."""
+    return bool(_RECORD.search(source))
+
+
 def file_name(source: str) -> str:
     """The name of the file a passage comes from, without its folder or extension (`extensions/sane_lists.md` →
     `sane_lists`); none for a record of a JSON Lines file (`corpus.jsonl:12`), which is not a page of its own."""
-    if not source or _RECORD.search(source):
+    if not source or is_record(source):
         return ""
     return PurePosixPath(source.replace("\\", "/")).stem
 
