@@ -262,6 +262,11 @@ class Settings(BaseSettings):
         "--option, a dotted or underscored identifier) that no passage the search found contains: a passage about "
         "`--line-ranges` does not answer a question about `--line-ranges-auto`. 0 (or at most ABSTAIN_BELOW) = "
         "no higher bar.")
+    abstain_joined_below: float = Field(
+        0.9, ge=0, le=1, description="When no kept passage or sentence reaches ABSTAIN_BELOW, the question is still "
+        "answered if the best sentences of two kept sources, read together, score this much against it: a chain's "
+        "evidence (the page that names the country, the page on that country's Olympics) answers together what "
+        "neither answers alone. Not when the question names code no passage found contains. 0 = off.")
 
     # --- multi-hop (bridge) questions -------------------------------------------------------------
     planner_bridge: bool = Field(

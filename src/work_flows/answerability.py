@@ -15,6 +15,13 @@ ABSTAIN_UNKNOWN_NAME_BELOW (0.5: the cross-encoder finds an answer more likely t
 the ones kept: at budget 2 a comparison's second side may have been found and not kept. Prose names are not held so:
 they have aliases, inflections and misspellings ("JFK", "Margaraviate") that a string test would take for absence.
 
+A chain's evidence is read together. "When were the Olympics last held in the country that released Han Vodka?" is
+answered by two pages, the vodka's (made in South Korea) and the Olympics' (held in Pyeongchang), and neither, nor
+any of their sentences, answers it alone. So when nothing reaches the bar, each two kept sources' best sentences are
+read as one text (`joined_evidence`), and the question is answered when one such pair reaches ABSTAIN_JOINED_BELOW
+(0.9, well above ABSTAIN_BELOW: two passages share more words with any question than one, and questions about
+invented films and people reach 0.6 this way). Not when the question names code no passage found contains.
+
 Whole passages and single sentences both count because each misses cases the other catches: a table row or a list
 is one "sentence" that reads as noise alone, and a long passage buries the one sentence that answers. The question
 is what is judged, never a subquery: a subquery's passage can be a perfect answer to the subquery (the page of the
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 from ..agents.writer import NO_EVIDENCE_ANSWER
 from ..core.markup import plain
@@ -68,28 +76,45 @@ class AbstainBar:
     threshold: float
     unfound: tuple[str, ...] = ()  # code the question names that no passage found contains
     setting: str = "ABSTAIN_BELOW"
+    joined: float = 0.0  # what two kept sources' best sentences read together must reach instead; 0: not asked
 
 
-def abstain_bar(*, abstain_below: float, unknown_name_below: float, unfound: Sequence[str]) -> AbstainBar:
-    """ABSTAIN_BELOW, raised to ABSTAIN_UNKNOWN_NAME_BELOW when the question names code no passage found contains.
-    Abstaining off (ABSTAIN_BELOW 0) stays off."""
-    if abstain_below <= 0 or not unfound or unknown_name_below <= abstain_below:
+def abstain_bar(*, abstain_below: float, unknown_name_below: float, unfound: Sequence[str],
+                joined_below: float = 0.0) -> AbstainBar:
+    """ABSTAIN_BELOW, raised to ABSTAIN_UNKNOWN_NAME_BELOW when the question names code no passage found contains;
+    the joined evidence of two sources may answer instead at `joined_below` (ABSTAIN_JOINED_BELOW), except under the
+    raised bar. Abstaining off (ABSTAIN_BELOW 0) stays off."""
+    if abstain_below <= 0:
         return AbstainBar(abstain_below)
+    if not unfound or unknown_name_below <= abstain_below:
+        return AbstainBar(abstain_below, joined=joined_below)
     return AbstainBar(unknown_name_below, tuple(unfound), "ABSTAIN_UNKNOWN_NAME_BELOW")
 
 
-def abstain_reason(best: AnswerScore, bar: AbstainBar) -> str | None:
-    """Why the answer should abstain, or None when a kept passage answers well enough (or abstaining is off)."""
+def joined_evidence(sentences: Sequence[Sequence[str]], scores: Sequence[Sequence[float]]) -> list[str]:
+    """Each two sources' best sentences (by `scores[i]`, source i's sentences' scores against the question) as one
+    text, in source order: [1]+[2], [1]+[3], ..., [2]+[3], ... A source without sentences takes no part; fewer than
+    two with sentences: none."""
+    best = [own[max(range(len(own)), key=marks.__getitem__)]
+            for own, marks in zip(sentences, scores, strict=True) if own]
+    return [f"{first} {second}" for first, second in combinations(best, 2)]
+
+
+def abstain_reason(best: AnswerScore, bar: AbstainBar, joined: float | None = None) -> str | None:
+    """Why the answer should abstain, or None when a kept passage answers well enough, or the best `joined` evidence
+    reaches `bar.joined` (None: not scored), or abstaining is off."""
     if bar.threshold <= 0:
         return None
     if best.source_number is None:
         return "no passage was found"
-    if best.score >= bar.threshold:
+    if best.score >= bar.threshold or (bar.joined > 0 and joined is not None and joined >= bar.joined):
         return None
     unfound = (f"the question names {', '.join(bar.unfound)}, which no passage found contains, and "
                if bar.unfound else "")
+    together = (f"; read together, two sources' best sentences score {joined:.3f}, under ABSTAIN_JOINED_BELOW "
+                f"{bar.joined}" if bar.joined > 0 and joined is not None else "")
     return (f"no kept passage answers the question: {unfound}the best, source [{best.source_number}], scores "
-            f"{best.score:.3f} against the question, under {bar.setting} {bar.threshold}")
+            f"{best.score:.3f} against the question, under {bar.setting} {bar.threshold}{together}")
 
 
 def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str, Place]]], side_code: Sequence[Sequence[str]],

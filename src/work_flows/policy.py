@@ -40,6 +40,7 @@ class RetrievalPolicy:
     verify_backtrack: bool
     abstain_below: float
     abstain_unknown_name_below: float
+    abstain_joined_below: float
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RetrievalPolicy:
@@ -53,7 +54,8 @@ class RetrievalPolicy:
             bridge_title_boost=settings.bridge_title_boost, bridge_when_needed=settings.bridge_when_needed,
             bridge_deeper_hops=settings.bridge_deeper_hops, subquery_max=settings.subquery_max,
             verify_backtrack=settings.verify_backtrack, abstain_below=settings.abstain_below,
-            abstain_unknown_name_below=settings.abstain_unknown_name_below)
+            abstain_unknown_name_below=settings.abstain_unknown_name_below,
+            abstain_joined_below=settings.abstain_joined_below)
 
 
 def path_of(policy: RetrievalPolicy, plan: ExecutedPlan) -> Path:

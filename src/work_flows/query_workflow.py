@@ -51,6 +51,7 @@ from .answerability import (
     abstention_text,
     answer_score,
     every_side_answered,
+    joined_evidence,
     unfound_names,
 )
 from .deeper_hops import apply_deepening, next_hop
@@ -323,14 +324,16 @@ class QueryWorkflow(Workflow):
         """Score the question against each kept passage's sentences and, only if none of them answers, against the
         whole passages; why to abstain, or None. Sentences first: the extractive writer scores the same pairs (the
         reranker's cache serves them again), and one answering sentence settles it. A comparison whose every side
-        keeps a passage that answers the side (`every_side_answered`) is answered without asking. A run out of time,
+        keeps a passage that answers the side (`every_side_answered`) is answered without asking; when nothing else
+        answers, two sources' best sentences read together may (`joined_evidence`). A run out of time,
         or a failing cross-encoder, does not abstain: the writer's own fallbacks take over."""
         if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval:
             return None
         hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
         bar = abstain_bar(abstain_below=self.policy.abstain_below,
                           unknown_name_below=self.policy.abstain_unknown_name_below,
-                          unfound=unfound_names(code_names(run.plan.query), (passage_text(h) for h in hits.values())))
+                          unfound=unfound_names(code_names(run.plan.query), (passage_text(h) for h in hits.values())),
+                          joined_below=self.policy.abstain_joined_below)
         if not sources:
             return abstain_reason(answer_score([], []), bar)
         sides = [sq for sq in run.plan.subqueries if sq.role == "side"]
@@ -358,7 +361,14 @@ class QueryWorkflow(Workflow):
             run, [passage_text(hits[s.node_id]) if s.node_id in hits else s.text for s in sources])
         if passages is None:
             return None
-        return abstain_reason(answer_score(passages, per_source), bar)
+        best = answer_score(passages, per_source)
+        joined_texts = joined_evidence(sentences, per_source) if bar.joined > 0 else []
+        if abstain_reason(best, bar) is None or not joined_texts:
+            return abstain_reason(best, bar)
+        joined = await self._question_scores(run, joined_texts)
+        if joined is None:
+            return None
+        return abstain_reason(best, bar, max(joined))
 
     async def _question_scores(self, run: QueryRun, texts: list[str]) -> list[float] | None:
         """The cross-encoder's probability for the question against each text; None when the deadline passed or
