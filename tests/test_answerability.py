@@ -3,6 +3,7 @@ real documentation page."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -20,6 +21,7 @@ from dagrag.work_flows.answerability import (
     abstention_text,
     answer_score,
     every_side_answered,
+    joined_evidence,
     unfound_names,
 )
 from dagrag.work_flows.query_workflow import QueryWorkflow
@@ -76,6 +78,29 @@ def test_code_no_passage_found_contains_raises_the_bar() -> None:
     assert abstain_bar(abstain_below=0.1, unknown_name_below=0.5, unfound=[]) == AbstainBar(0.1)
     assert abstain_bar(abstain_below=0.1, unknown_name_below=0.0, unfound=["x.y"]) == AbstainBar(0.1)
     assert abstain_bar(abstain_below=0.0, unknown_name_below=0.5, unfound=["x.y"]) == AbstainBar(0.0)  # still off
+
+
+def test_joined_evidence_reads_each_two_sources_best_sentences_together_in_source_order() -> None:
+    sentences = [["a1", "a2"], [], ["c1", "c2", "c3"], ["d1"]]
+    scores = [[0.01, 0.05], [], [0.02, 0.03, 0.001], [0.0]]
+    assert joined_evidence(sentences, scores) == ["a2 c2", "a2 d1", "c2 d1"]  # the source without sentences: none
+    assert joined_evidence([["a1"], []], [[0.5], []]) == []  # fewer than two sources with sentences
+    with pytest.raises(ValueError):
+        joined_evidence([["a1"], ["b1"]], [[0.5]])  # every source needs its sentences' scores
+
+
+def test_joined_evidence_answers_only_at_its_own_bar_and_never_under_the_raised_one() -> None:
+    bar = abstain_bar(abstain_below=0.1, unknown_name_below=0.5, unfound=[], joined_below=0.9)
+    assert bar == AbstainBar(0.1, joined=0.9)
+    best = AnswerScore(0.05, 2)
+    assert abstain_reason(best, bar, joined=0.95) is None
+    assert abstain_reason(best, bar, joined=0.6) == (
+        "no kept passage answers the question: the best, source [2], scores 0.050 against the question, under "
+        "ABSTAIN_BELOW 0.1; read together, two sources' best sentences score 0.600, under ABSTAIN_JOINED_BELOW 0.9")
+    assert abstain_reason(best, bar) is not None  # not scored: no answer from it
+    assert abstain_reason(best, AbstainBar(0.1), joined=0.99) is not None  # ABSTAIN_JOINED_BELOW 0: off
+    raised = abstain_bar(abstain_below=0.1, unknown_name_below=0.5, unfound=["--line-ranges-auto"], joined_below=0.9)
+    assert raised.joined == 0.0 and abstain_reason(AnswerScore(0.3, 1), raised, joined=0.99) is not None
 
 
 def test_the_abstention_names_the_closest_sources() -> None:
@@ -185,3 +210,42 @@ async def test_two_options_each_found_answer_a_comparison_at_budget_two(docs_wor
     result = await docs_workflow(context_budget=2).run(query=question)
     assert not result.abstained, result.abstain_reason
     assert {s.metadata.get("section", "").rsplit(" > ", 1)[-1] for s in result.sources} == sections
+
+
+# --- a chain's evidence, read together: an invented two-page chain, real models ----------------------------------
+
+CHAIN_QUESTION = "When was the last time the Olympics were held in the country that released Brellow Vodka?"
+CHAIN_PAGES = [
+    ("Brellow Vodka", "Brellow is a vodka brand owned by the Kestrovian company Ostrava Spirits. The company also "
+                      "makes a pear brandy."),
+    ("2031 Winter Olympics", "The 2031 Winter Olympics were held in Vasgrad, Kestrovia, from 7 to 23 February 2031."),
+    ("Marrow Lake", "Marrow Lake is a reservoir in the north of Dunlin County, dammed in 1962 to supply the mills."),
+    ("Tessaly Choir", "The Tessaly Choir is an amateur choir founded in 1954 that sings at the harvest festival."),
+]
+
+
+@pytest.fixture(scope="module")
+def chain_workflow(tmp_path_factory: pytest.TempPathFactory, embed_model, reranker):
+    folder = tmp_path_factory.mktemp("chain")
+    record = {"id": "chain", "question": CHAIN_QUESTION, "answer": "2031",
+              "paragraphs": [{"title": title, "text": text} for title, text in CHAIN_PAGES]}
+    (folder / "chain.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    settings = Settings(qdrant_path=folder / "qdrant", collection="chain")
+    ingest_nodes(settings, read_nodes(folder / "chain.jsonl"), embed_model)
+
+    def build(**overrides):
+        return QueryWorkflow.from_settings(Settings(qdrant_path=folder / "qdrant", collection="chain", **overrides),
+                                           embed_model=embed_model, reranker=reranker)
+    return build
+
+
+async def test_two_pages_that_answer_only_together_are_not_an_abstention(chain_workflow) -> None:
+    # Neither page answers alone: the vodka's says whose it is, the Olympics' where they were held.
+    alone = await chain_workflow(abstain_joined_below=0.0).run(query=CHAIN_QUESTION)
+    assert alone.abstained and "ABSTAIN_JOINED_BELOW" not in alone.abstain_reason
+    together = await chain_workflow().run(query=CHAIN_QUESTION)
+    assert not together.abstained and together.abstain_reason is None
+    assert "2031" in together.answer
+    # The same pages still do not answer a question from another domain, joined or not.
+    other = await chain_workflow().run(query=OTHER_DOMAIN)
+    assert other.abstained and "ABSTAIN_JOINED_BELOW 0.9" in other.abstain_reason

@@ -15,12 +15,13 @@ ABSTAIN_UNKNOWN_NAME_BELOW (0.5: the cross-encoder finds an answer more likely t
 the ones kept: at budget 2 a comparison's second side may have been found and not kept. Prose names are not held so:
 they have aliases, inflections and misspellings ("JFK", "Margaraviate") that a string test would take for absence.
 
-A chain's evidence is read together. "When were the Olympics last held in the country that released Han Vodka?" is
-answered by two pages, the vodka's (made in South Korea) and the Olympics' (held in Pyeongchang), and neither, nor
-any of their sentences, answers it alone. So when nothing reaches the bar, each two kept sources' best sentences are
-read as one text (`joined_evidence`), and the question is answered when one such pair reaches ABSTAIN_JOINED_BELOW
-(0.9, well above ABSTAIN_BELOW: two passages share more words with any question than one, and questions about
-invented films and people reach 0.6 this way). Not when the question names code no passage found contains.
+A chain's evidence is read together. "When was the last time the Olympics were held in the country that released
+Brellow Vodka?" is answered by two pages, the vodka's (a Kestrovian company's brand) and the Olympics' (held in
+Kestrovia in 2031), and neither, nor any of their sentences, answers it alone. So when nothing reaches the bar, each
+two kept sources' best sentences are read as one text (`joined_evidence`), and the question is answered when one
+such pair reaches ABSTAIN_JOINED_BELOW (0.9, well above ABSTAIN_BELOW: two passages share more words with any
+question than one, and questions about invented films and people reach 0.6 this way). Not when the question names
+code no passage found contains.
 
 Whole passages and single sentences both count because each misses cases the other catches: a table row or a list
 is one "sentence" that reads as noise alone, and a long passage buries the one sentence that answers. The question
