@@ -56,6 +56,19 @@ def sample_store_path(tmp_path_factory: pytest.TempPathFactory, embed_model) -> 
     return path
 
 
+def ingested_workflow(source: Path, store: Path, collection: str, embed_model, reranker
+                      ) -> Callable[..., QueryWorkflow]:
+    """Ingest `source` (a file or folder) into an embedded Qdrant at `store`; a builder of QueryWorkflows over that
+    collection, its keyword arguments Settings overrides."""
+    ingest_nodes(Settings(qdrant_path=store, collection=collection), read_nodes(source), embed_model)
+
+    def build(**overrides: Any) -> QueryWorkflow:
+        return QueryWorkflow.from_settings(Settings(qdrant_path=store, collection=collection, **overrides),
+                                           embed_model=embed_model, reranker=reranker)
+
+    return build
+
+
 @pytest.fixture(scope="session")
 def make_workflow(sample_store_path: Path, embed_model, reranker) -> Callable[..., QueryWorkflow]:
     """A QueryWorkflow over the sample collection; keyword arguments are Settings overrides."""

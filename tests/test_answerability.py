@@ -9,10 +9,8 @@ import re
 import pytest
 
 from dagrag.agents.writer import NO_EVIDENCE_ANSWER
-from dagrag.config import Settings
 from dagrag.core.names import Place, code_names
 from dagrag.core.result import Source
-from dagrag.ingest import ingest_nodes, read_nodes
 from dagrag.work_flows.answerability import (
     AbstainBar,
     AnswerScore,
@@ -24,9 +22,8 @@ from dagrag.work_flows.answerability import (
     joined_evidence,
     unfound_names,
 )
-from dagrag.work_flows.query_workflow import QueryWorkflow
 
-from .conftest import ROOT
+from .conftest import ROOT, ingested_workflow
 
 ANSWERABLE = "Were Scott Derrickson and Ed Wood of the same nationality?"
 OTHER_DOMAIN = "How do I roll back a Kubernetes deployment to its previous revision?"
@@ -140,13 +137,7 @@ BLACK_BASICS = ROOT / "experiments" / "data" / "docs_corpus" / "black" / "docs" 
 def docs_workflow(tmp_path_factory: pytest.TempPathFactory, embed_model, reranker):
     folder = tmp_path_factory.mktemp("black-basics")
     (folder / "the_basics.md").write_bytes((BLACK_BASICS / "the_basics.md").read_bytes())
-    settings = Settings(qdrant_path=folder / "qdrant", collection="basics")
-    ingest_nodes(settings, read_nodes(folder), embed_model)
-
-    def build(**overrides):
-        return QueryWorkflow.from_settings(Settings(qdrant_path=folder / "qdrant", collection="basics", **overrides),
-                                           embed_model=embed_model, reranker=reranker)
-    return build
+    return ingested_workflow(folder, folder / "qdrant", "basics", embed_model, reranker)
 
 
 async def test_an_option_the_collection_never_mentions_abstains(docs_workflow) -> None:
@@ -230,13 +221,7 @@ def chain_workflow(tmp_path_factory: pytest.TempPathFactory, embed_model, rerank
     record = {"id": "chain", "question": CHAIN_QUESTION, "answer": "2031",
               "paragraphs": [{"title": title, "text": text} for title, text in CHAIN_PAGES]}
     (folder / "chain.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
-    settings = Settings(qdrant_path=folder / "qdrant", collection="chain")
-    ingest_nodes(settings, read_nodes(folder / "chain.jsonl"), embed_model)
-
-    def build(**overrides):
-        return QueryWorkflow.from_settings(Settings(qdrant_path=folder / "qdrant", collection="chain", **overrides),
-                                           embed_model=embed_model, reranker=reranker)
-    return build
+    return ingested_workflow(folder / "chain.jsonl", folder / "qdrant", "chain", embed_model, reranker)
 
 
 async def test_two_pages_that_answer_only_together_are_not_an_abstention(chain_workflow) -> None:

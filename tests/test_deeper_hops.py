@@ -13,17 +13,18 @@ from pathlib import Path
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from dagrag import QueryWorkflow, Settings
+from dagrag import Settings
 from dagrag.agents.rule_planner import bridge_plan, find_bridge_comparison, plan_offline
 from dagrag.core.plan import Plan, PlanOrigin, SubQuery, finalize_plan
 from dagrag.core.result import SubqueryReport
-from dagrag.ingest import ingest_nodes, read_nodes
 from dagrag.work_flows.deeper_hops import apply_deepening, bridge_chain, name_search_words, next_hop
 from dagrag.work_flows.evidence import select_sources
 from dagrag.work_flows.hop_rule import passages_handed_over
 from dagrag.work_flows.policy import RetrievalPolicy, parents_kept, path_of
 from dagrag.work_flows.progress import HopAdded
 from dagrag.work_flows.run import QueryRun
+
+from .conftest import ingested_workflow
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 POLICY = replace(RetrievalPolicy.from_settings(Settings()), bridge_deeper_hops=True, bridge_when_needed=True,
@@ -265,13 +266,7 @@ def musique_workflow(tmp_path_factory: pytest.TempPathFactory, embed_model, rera
     record = next(r for r in records if r["question"] == MIDWAY)
     folder = tmp_path_factory.mktemp("musique-midway")
     (folder / "midway.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
-    settings = Settings(qdrant_path=folder / "qdrant", collection="midway")
-    ingest_nodes(settings, read_nodes(folder / "midway.jsonl"), embed_model)
-
-    def build(**overrides):
-        return QueryWorkflow.from_settings(Settings(qdrant_path=folder / "qdrant", collection="midway", **overrides),
-                                           embed_model=embed_model, reranker=reranker)
-    return build
+    return ingested_workflow(folder / "midway.jsonl", folder / "qdrant", "midway", embed_model, reranker)
 
 
 @pytest.mark.skipif(not (SHARED / "musique_train_sample.jsonl").exists(), reason="needs ../shared/data")

@@ -108,12 +108,13 @@ def abstain_reason(best: AnswerScore, bar: AbstainBar, joined: float | None = No
         return None
     if best.source_number is None:
         return "no passage was found"
-    if best.score >= bar.threshold or (bar.joined > 0 and joined is not None and joined >= bar.joined):
+    joined = joined if bar.joined > 0 else None  # a joined score counts only where the bar asks for one
+    if best.score >= bar.threshold or (joined is not None and joined >= bar.joined):
         return None
     unfound = (f"the question names {', '.join(bar.unfound)}, which no passage found contains, and "
                if bar.unfound else "")
     together = (f"; read together, two sources' best sentences score {joined:.3f}, under ABSTAIN_JOINED_BELOW "
-                f"{bar.joined}" if bar.joined > 0 and joined is not None else "")
+                f"{bar.joined}" if joined is not None else "")
     return (f"no kept passage answers the question: {unfound}the best, source [{best.source_number}], scores "
             f"{best.score:.3f} against the question, under {bar.setting} {bar.threshold}{together}")
 

@@ -362,9 +362,10 @@ class QueryWorkflow(Workflow):
         if passages is None:
             return None
         best = answer_score(passages, per_source)
-        joined_texts = joined_evidence(sentences, per_source) if bar.joined > 0 else []
-        if abstain_reason(best, bar) is None or not joined_texts:
-            return abstain_reason(best, bar)
+        reason = abstain_reason(best, bar)
+        joined_texts = joined_evidence(sentences, per_source) if reason and bar.joined > 0 else []
+        if not joined_texts:
+            return reason
         joined = await self._question_scores(run, joined_texts)
         if joined is None:
             return None
