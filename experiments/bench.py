@@ -301,8 +301,9 @@ async def bench_network(cfg: BenchConfig, server: OpenAIServerProcess) -> dict[s
             result = await workflow.run(query=QUESTION, plan=plan)
             (layer if name == "layer" else chain).append(sum(layer_times(result)))
             (layer_total if name == "layer" else chain_total).append(result.timings["total_s"])
-            calls[name] = {"embedding_calls": embed.calls, "judge_calls": server.stats()["calls"]["judge"],
-                           "layers": len(layer_times(result))}
+            stats = server.stats()
+            calls[name] = {"embedding_calls": embed.calls, "judge_calls": stats["calls"]["judge"],
+                           "judge_calls_at_once": stats["peak_in_flight"]["judge"], "layers": len(layer_times(result))}
     return {
         "layer_speedup_network": round(median([c / max(lay, 1e-9) for c, lay in zip(chain, layer)]), 2),
         "details": {"layer_s": round(median(layer), 4), "sequential_s": round(median(chain), 4),

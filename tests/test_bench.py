@@ -70,9 +70,11 @@ async def test_network_layer_overlaps_its_calls():
         assert server.stats()["calls"] == {}
     calls = result["details"]["calls"]
     # 4 subqueries and the question itself, which every plan searches (in the first layer)
-    assert calls["layer"] == {"embedding_calls": 1, "judge_calls": 5, "layers": 1}
-    assert calls["chain"] == {"embedding_calls": 4, "judge_calls": 5, "layers": 4}
-    assert result["layer_speedup_network"] > 2.0  # 4 in theory; loose for a busy test machine
+    # The overlap itself, counted by the server rather than timed (a timing bar failed on a loaded CI machine):
+    # a layer's five judge calls are in flight together; a chain's layers hold at most the question and one hop.
+    # How much faster that is, the benchmark prints (bench.py, `layer_speedup_network`).
+    assert calls["layer"] == {"embedding_calls": 1, "judge_calls": 5, "judge_calls_at_once": 5, "layers": 1}
+    assert calls["chain"] == {"embedding_calls": 4, "judge_calls": 5, "judge_calls_at_once": 2, "layers": 4}
 
 
 async def test_orchestration_section_reports_its_keys():

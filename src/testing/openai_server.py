@@ -13,7 +13,8 @@ the body). The agent "*" answers for any agent without a script of its own; an a
 same reply as server-sent chunks, as OpenAI streams: a word a chunk, a chunk with the finish reason and, when
 the request asks for it (`stream_options.include_usage`), a last chunk with the usage (a truncated stream
 stops half-way through its chunks, before the finish reason). Every request is recorded; `GET /stats` returns
-the calls and prompt characters per agent, `POST /reset` forgets the requests (the scripts stay).
+the calls, prompt characters and most requests in flight at once per agent, `POST /reset` forgets the requests
+(the scripts stay).
 
 In a thread of the caller's process:
 
@@ -48,7 +49,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -182,6 +183,8 @@ class ScriptedOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.delay = delay
         self._lock = threading.Lock()
+        self._in_flight: Counter[str] = Counter()
+        self._peak_in_flight: Counter[str] = Counter()
         self._stopping = threading.Event()  # wakes delayed and "slow" replies at shutdown
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
@@ -207,7 +210,8 @@ class ScriptedOpenAIServer:
             return [r for r in self.requests if agent_of(r) == agent]
 
     def stats(self) -> dict[str, Counter[str]]:
-        """Calls and prompt characters per agent since the start or the last reset."""
+        """Calls, prompt characters and the most requests answered at once (`peak_in_flight`) per agent, since the
+        start or the last reset."""
         calls: Counter[str] = Counter()
         prompt_chars: Counter[str] = Counter()
         with self._lock:
@@ -215,11 +219,25 @@ class ScriptedOpenAIServer:
                 agent = agent_of(request)
                 calls[agent] += 1
                 prompt_chars[agent] += sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
-        return {"calls": calls, "prompt_chars": prompt_chars}
+            peak = Counter(self._peak_in_flight)
+        return {"calls": calls, "prompt_chars": prompt_chars, "peak_in_flight": peak}
 
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
+            self._peak_in_flight.clear()
+
+    @contextlib.contextmanager
+    def _answering(self, agent: str) -> Iterator[None]:
+        """Counts a request in flight for its agent while it is answered (delay included)."""
+        with self._lock:
+            self._in_flight[agent] += 1
+            self._peak_in_flight[agent] = max(self._peak_in_flight[agent], self._in_flight[agent])
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight[agent] -= 1
 
     def serve_forever(self) -> None:
         self._server.serve_forever(poll_interval=0.05)
@@ -300,6 +318,10 @@ def _handler(server: ScriptedOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, {"ok": True})
                 return
             reply = server._record(body)
+            with server._answering(agent_of(body)):
+                self._reply(body, reply)
+
+        def _reply(self, body: dict[str, Any], reply: Reply) -> None:
             try:
                 if server.delay and server._stopping.wait(server.delay):
                     self.close_connection = True  # shutting down: no reply
@@ -425,7 +447,7 @@ class OpenAIServerProcess:
 
     def stats(self) -> dict[str, Counter[str]]:
         data = self._request("GET", "/stats")
-        return {"calls": Counter(data["calls"]), "prompt_chars": Counter(data["prompt_chars"])}
+        return {key: Counter(data[key]) for key in ("calls", "prompt_chars", "peak_in_flight")}
 
     def reset(self) -> None:
         self._request("POST", "/reset")
