@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dagrag.core.text import citations, containment, load_sentence_model, split_sentences, unexplained_words
+from dagrag.core.text import (
+    block_lines,
+    citations,
+    containment,
+    load_sentence_model,
+    split_sentences,
+    split_sentences_as_written,
+    unexplained_words,
+)
 
 from .conftest import sample_records
 
@@ -108,3 +116,59 @@ def test_unexplained_words_read_inflections_as_the_same_word_unless_asked_for_ex
     assert unexplained_words(question, passages) == []  # environment~environments, create~creates, enabled~enabling
     assert unexplained_words(question, passages, matching_letters=None) == ["environment", "create", "enabled"]
     assert unexplained_words("Which var holds it?", passages) == ["var", "holds"]  # short words match exactly
+
+
+CODE_AND_TABLE = """Defining slots by hand is tedious; with attrs it is just:
+
+```python
+@define
+class Coordinates:
+    x: int
+```
+
+It sets `slots=True` by default. The options are:
+
+Option | Default
+------ | -------
+`a`    | `True`
+
+That is all."""
+
+
+def test_a_code_block_or_table_in_a_sentence_keeps_its_lines_and_stands_apart() -> None:
+    written = split_sentences_as_written(CODE_AND_TABLE)
+    assert [sentence for sentence, _ in written] == split_sentences(CODE_AND_TABLE)
+    assert written[0][1] == ("Defining slots by hand is tedious; with attrs it is just:\n\n"
+                             "```python\n@define\nclass Coordinates:\n    x: int\n```\n\n"
+                             "It sets `slots=True` by default.")
+    assert written[1][1] == "The options are:\n\nOption | Default\n------ | -------\n`a`    | `True`\n\nThat is all."
+
+
+def test_prose_and_block_lines_are_cleaned_each_their_own_way() -> None:
+    written = split_sentences_as_written(CODE_AND_TABLE, prose=str.upper, block_line=lambda line: line.strip())
+    assert written[0][1].startswith("DEFINING SLOTS BY HAND IS TEDIOUS; WITH ATTRS IT IS JUST:\n\n```python\n@define")
+    assert "\nx: int\n" in written[0][1]  # the block's lines, stripped by `block_line`, not upper-cased
+
+
+def test_a_sentence_cut_inside_a_block_and_an_unclosed_fence_are_shown_as_split() -> None:
+    cut = "Run this:\n\n```\nmake all. Then make install\n```\n"
+    assert all(shown == sentence for sentence, shown in split_sentences_as_written(cut))
+    assert len(split_sentences(cut)) == 2  # Punkt ends a sentence inside the block
+    assert block_lines("Text.\n```python\nno closing fence") is None
+    assert split_sentences_as_written("Text.\n```python\nx = 1. Y") == [
+        (s, s) for s in split_sentences("Text.\n```python\nx = 1. Y")]
+
+
+def test_block_lines_marks_fences_and_tables_only() -> None:
+    assert block_lines("a | b\nplain\n~~~\ncode\n~~~\nx | y\n--|--\n1 | 2\nafter") == [
+        False, False, True, True, True, True, True, True, False]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["Word.", "next", "```", "```python", "a | b", "--- | ---", "\n", "\n\n", "  ",
+                                 "x = 1.", "Then", "[3]"]), max_size=30))
+def test_as_written_differs_from_the_split_sentence_only_in_whitespace(parts: list[str]) -> None:
+    text = " ".join(parts)
+    written = split_sentences_as_written(text)
+    assert [sentence for sentence, _ in written] == split_sentences(text)
+    assert all(" ".join(shown.split()) == sentence for sentence, shown in written)

@@ -176,3 +176,34 @@ def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_docu
     full = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [cadence, cutting],
                                                                     RunLedger())).text
     assert full == "Release process > Cutting a release: You've successfully cut a new release of quill. [2]"
+
+
+def _page_lines(corpus: str, path: str, first: str, last: str) -> str:
+    from .conftest import ROOT
+
+    text = (ROOT / "experiments" / "data" / "docs_corpus" / corpus / "docs" / path).read_text(encoding="utf-8")
+    start = text.index(first)
+    return text[start:text.index(last, start) + len(last)]
+
+
+def test_quoted_code_and_tables_render_as_blocks_with_their_citation_outside(reranker) -> None:
+    # Collapsed onto one line, a command or a table cannot be read (and "black --check ." lost its space before
+    # the dot, which names the folder); quoted as written, Markdown shows a code block and a table, each cited.
+    from markdown_it import MarkdownIt
+
+    docker = _page_lines("black", "usage_and_configuration/black_docker_image.md",
+                         "```console\n$ docker run --rm --volume", "be considered.")
+    smarty = _page_lines("markdown", "extensions/smarty.md", "The following options", "```python\n")
+    smarty += "markdown.markdown(some_text, extensions=['smarty'])\n```\n"
+    for question, source, code, block in (
+            ("How do I check my code with the Black Docker image?",
+             sectioned(1, "Black Docker image", "Usage > Check code", docker),
+             "pyfound/black:latest_release black --check .\n", "fence"),
+            ("Which smarty options are turned on by default?", sectioned(1, "SmartyPants", "Usage", smarty),
+             "markdown.markdown(some_text, extensions=['smarty'])\n", "table_open")):
+        answer = asyncio.run(WriterAgent(reranker).awrite(question, one_search_plan(question), [source], RunLedger()))
+        tokens = MarkdownIt("commonmark").enable("table").parse(answer.text)
+        fences = [t.content for t in tokens if t.type == "fence"]
+        assert any(code in fence for fence in fences), answer.text
+        assert any(t.type == block for t in tokens)
+        assert "[1]" in answer.text and all("[1]" not in fence for fence in fences)

@@ -22,11 +22,12 @@ from ..core.replies import split_concise_answer
 from ..core.result import RunLedger, Source, WrittenAnswer
 from ..core.roles import Reranker
 from ..core.sources import fence_sources, source_title
-from ..core.text import split_sentences, strip_citations
+from ..core.text import block_lines, split_sentences_as_written, strip_citations
 from ..llm import LLMClient, describe_error
 
 # The space a removed "[7]" leaves before punctuation; not the one before a dotted name (`-a .codehilite`).
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
+_CITATION_MARK = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 NO_EVIDENCE_ANSWER = "I found no passage in the collection that answers this question."
 
 WRITER_SYSTEM = PromptTemplate(
@@ -59,9 +60,21 @@ def quoted_sentences(text: str) -> list[str]:
     """A source's sentences as the extractive writer may quote them: its markup rendered as a reader sees it
     (core/markup.py: link text, not `[text](url)`; no roles, labels or directives), and without bracketed
     numbers like "[7]", which in the answer would read as citations (a footnote mark, or text planted to cite a
-    fake source)."""
-    stripped = (_SPACE_BEFORE_PUNCTUATION.sub(r"\1", strip_citations(s)) for s in split_sentences(plain(text)))
-    return [sentence for sentence in stripped if sentence]
+    fake source). What the cross-encoder scores; `written_sentences` gives each as it is shown."""
+    return [sentence for sentence, _ in written_sentences(text)]
+
+
+def _prose(text: str) -> str:
+    return _SPACE_BEFORE_PUNCTUATION.sub(r"\1", strip_citations(text))
+
+
+def written_sentences(text: str) -> list[tuple[str, str]]:
+    """Each quotable sentence (`quoted_sentences`) beside its text as the answer shows it: a code block or a pipe
+    table in it keeps its lines (`core.text.split_sentences_as_written`), set apart by blank lines; whitespace
+    is otherwise collapsed. Both read the same words, so what is scored is what is shown."""
+    written = split_sentences_as_written(
+        plain(text), prose=_prose, block_line=lambda line: _CITATION_MARK.sub("", line).rstrip())
+    return [(sentence, shown) for raw, shown in written if (sentence := _prose(raw))]
 
 
 def in_context(sentence: str, title: str) -> str:
@@ -70,6 +83,37 @@ def in_context(sentence: str, title: str) -> str:
     about the thing its page is about; scored alone it reads as being about nothing, and quoted alone the reader
     cannot tell what "It" is."""
     return f"{title}: {sentence}" if title and title.lower() not in sentence.lower() else sentence
+
+
+def shown_in_context(shown: str, scored: str, sentence: str, context: str) -> str:
+    """`shown` after its title and section where the scored text has them (`in_context`); a code block or
+    table that opens the sentence starts on a line of its own."""
+    if scored == sentence:
+        return shown
+    separator = "\n\n" if _opens_with_block(shown) else " "
+    return f"{context}:{separator}{shown}"
+
+
+def _opens_with_block(text: str) -> bool:
+    return bool((block_lines(text) or [False])[0])
+
+
+def _closes_with_block(text: str) -> bool:
+    return bool((block_lines(text) or [False])[-1])
+
+
+def cited_text(quoted: list[tuple[str, int]]) -> str:
+    """Quoted sentences, each followed by its `[n]`, as one answer: sentences run on in one paragraph; a code block
+    or table stands apart, its `[n]` on the line below it (on the closing fence's line it would leave the block
+    open in Markdown), and what follows starts a new paragraph."""
+    parts: list[str] = []
+    block_before = False
+    for text, number in quoted:
+        if parts:
+            parts.append("\n\n" if block_before or _opens_with_block(text) else " ")
+        block_before = _closes_with_block(text)
+        parts.append(f"{text}\n[{number}]" if block_before else f"{text} [{number}]")
+    return "".join(parts)
 
 
 def sentence_context(source: Source) -> str:
@@ -93,6 +137,8 @@ class _Candidate:
     position: int
     sentence: str
     in_context: str  # what is scored: the sentence after its document's title and section
+    shown: str  # the sentence as the answer shows it (`written_sentences`), and the same after the title
+    shown_in_context: str
 
 
 @dataclass(frozen=True)
@@ -207,10 +253,11 @@ class WriterAgent:
 
     async def _score(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> _ScoredSentences:
         candidates = [
-            _Candidate(n, position, sentence, in_context(sentence, context))
+            _Candidate(n, position, sentence, scored, shown, shown_in_context(shown, scored, sentence, context))
             for n, source in enumerate(sources, start=1)
             for context in [sentence_context(source)]  # once per source, not per sentence
-            for position, sentence in enumerate(quoted_sentences(source.text))
+            for position, (sentence, shown) in enumerate(written_sentences(source.text))
+            for scored in [in_context(sentence, context)]
         ]
         subquery_text = {sq.id: sq.text for sq in plan.subqueries}
         pairs = [(question, c.in_context) for c in candidates]
@@ -268,5 +315,5 @@ class WriterAgent:
         for previous, index in zip([None, *chosen], chosen):
             candidate = candidates[index]
             same_source = previous is not None and candidates[previous].source_number == candidate.source_number
-            quoted.append(f"{candidate.sentence if same_source else candidate.in_context} [{candidate.source_number}]")
-        return " ".join(quoted)
+            quoted.append((candidate.shown if same_source else candidate.shown_in_context, candidate.source_number))
+        return cited_text(quoted)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -153,6 +154,114 @@ def split_sentences(text: str) -> list[str]:
         if start > starts[-1] and text[start - 1] == " " and opening and not opening.group(1).islower():
             starts.append(start)
     return [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)]) if text[a:b].strip()]
+
+
+# A fenced code block opens with three or more backticks or tildes at a line's start (CommonMark allows three spaces).
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# A pipe table's delimiter row: "---- | :---:", with or without outer pipes.
+_TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
+
+
+def block_lines(text: str) -> list[bool] | None:
+    """For each line of `text` (split on "\n"), whether it belongs to a fenced code block or a pipe table: lines
+    whose line breaks carry meaning. None when a fence is left open (a chunk cut inside a code block), since then
+    which lines are code cannot be told."""
+    lines = text.split("\n")
+    marks = [False] * len(lines)
+    fence: str | None = None
+    for number, line in enumerate(lines):
+        if fence is not None:
+            marks[number] = True
+            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
+                fence = None
+            continue
+        opening = _FENCE.match(line)
+        if opening:
+            fence, marks[number] = opening.group(1), True
+        elif "|" in line and number + 1 < len(lines) and _TABLE_DELIMITER.match(lines[number + 1]):
+            row = number
+            while row < len(lines) and "|" in lines[row] and not _FENCE.match(lines[row]):
+                marks[row] = True
+                row += 1
+    return None if fence is not None else marks
+
+
+def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.strip,
+                               block_line: Callable[[str], str] = str.rstrip) -> list[tuple[str, str]]:
+    """`split_sentences(text)`, each sentence beside its text as written: a fenced code block or a pipe table
+    inside it keeps its lines and stands apart by blank lines (so Markdown shows it as a block: collapsed onto one
+    line, code and tables cannot be read), all other whitespace collapsed as `split_sentences` does. `prose` is
+    applied to each run of prose (collapsed), `block_line` to each line of a block.
+
+    A sentence that begins or ends inside a block, or any sentence of a text whose fences do not pair, is written
+    as `prose` of the sentence. The sentences themselves (what is scored) are `split_sentences`'s, unchanged.
+    """
+    sentences = split_sentences(text)
+    marks = block_lines(text)
+    if not marks or not any(marks):
+        return [(sentence, prose(sentence)) for sentence in sentences]
+    lines = text.split("\n")
+    line_starts = [0]
+    for line in lines[:-1]:
+        line_starts.append(line_starts[-1] + len(line) + 1)
+    tokens = list(re.finditer(r"\S+", text))
+    token_line = [bisect.bisect_right(line_starts, token.start()) - 1 for token in tokens]
+    # A block is a run of marked lines; each token belongs to one block (by its first line) or to none.
+    block_of_line: list[int | None] = []
+    block = -1
+    for number, marked in enumerate(marks):
+        if marked and not (number and marks[number - 1]):
+            block += 1
+        block_of_line.append(block if marked else None)
+    token_block = [block_of_line[line] for line in token_line]
+    collapsed = " ".join(token.group() for token in tokens)
+    written: list[tuple[str, str]] = []
+    cursor = 0
+    for sentence in sentences:
+        at = collapsed.find(sentence, cursor)
+        if at < 0:  # not a span of the text (never expected): as split
+            written.append((sentence, prose(sentence)))
+            continue
+        cursor = at + len(sentence)
+        first = collapsed.count(" ", 0, at)
+        last = first + sentence.count(" ")  # the sentence's last token
+        if (at and collapsed[at - 1] != " ") or not _whole_blocks(token_block, first, last):
+            written.append((sentence, prose(sentence)))
+            continue
+        pieces = _pieces(lines, tokens, token_block, first, last, line_starts)
+        written.append((sentence, "\n\n".join(
+            "\n".join(block_line(line) for line in piece.split("\n")) if is_block else prose(piece)
+            for piece, is_block in pieces)))
+    return written
+
+
+def _whole_blocks(token_block: list[int | None], first: int, last: int) -> bool:
+    """Whether tokens first..last leave no block they touch cut: it neither begins nor ends mid-block."""
+    if token_block[first] is not None and first and token_block[first - 1] == token_block[first]:
+        return False
+    return not (token_block[last] is not None and last + 1 < len(token_block)
+                and token_block[last + 1] == token_block[last])
+
+
+def _pieces(lines: list[str], tokens: list[re.Match[str]], token_block: list[int | None], first: int, last: int,
+            line_starts: list[int]) -> list[tuple[str, bool]]:
+    """Tokens first..last as runs of prose (collapsed to single spaces) and blocks (their whole lines), each with
+    whether it is a block."""
+    pieces: list[tuple[str, bool]] = []
+    index = first
+    while index <= last:
+        block = token_block[index]
+        end = index
+        while end + 1 <= last and token_block[end + 1] == block:
+            end += 1
+        if block is None:
+            pieces.append((" ".join(token.group() for token in tokens[index:end + 1]), False))
+        else:  # the block's lines as written, from its first line's start to its last line's end
+            start_line = bisect.bisect_right(line_starts, tokens[index].start()) - 1
+            end_line = bisect.bisect_right(line_starts, tokens[end].start()) - 1
+            pieces.append(("\n".join(line.rstrip() for line in lines[start_line:end_line + 1]).strip("\n"), True))
+        index = end + 1
+    return pieces
 
 
 def citations(sentence: str) -> list[int]:
