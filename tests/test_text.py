@@ -15,6 +15,7 @@ from dagrag.core.text import (
     load_sentence_model,
     split_sentences,
     split_sentences_as_written,
+    strip_citations,
     unexplained_words,
 )
 
@@ -172,3 +173,12 @@ def test_as_written_differs_from_the_split_sentence_only_in_whitespace(parts: li
     written = split_sentences_as_written(text)
     assert [sentence for sentence, _ in written] == split_sentences(text)
     assert all(" ".join(shown.split()) == sentence for sentence, shown in written)
+
+
+def test_a_bracketed_number_in_code_is_code_not_a_citation() -> None:
+    sentence = "Index with `customer[2]`, as in ```python j = [1, 2, 3][0] ``` and ``blocks[0]``. [4][2]"
+    assert citations(sentence) == [4, 2]
+    assert strip_citations(sentence) == sentence.removesuffix(" [4][2]")
+    # A backtick that opens no span (a sentence cut inside code) leaves the marks read as before.
+    assert citations("unclosed `x[1] [2]") == [1, 2] and strip_citations("unclosed `x[1] [2]") == "unclosed `x"
+    assert strip_citations("Ed Wood was French. [1] He [2, 3] was born.") == "Ed Wood was French. He was born."

@@ -207,3 +207,17 @@ def test_quoted_code_and_tables_render_as_blocks_with_their_citation_outside(rer
         assert any(code in fence for fence in fences), answer.text
         assert any(t.type == block for t in tokens)
         assert "[1]" in answer.text and all("[1]" not in fence for fence in fences)
+
+
+def test_a_quoted_code_block_keeps_its_subscripts_and_cites_only_outside_it(reranker) -> None:
+    # `)[0]` in code is an index, not a citation of source 0: it is quoted, and the verifier reads only the [1].
+    from dagrag.core.text import citations, split_sentences
+
+    text = _page_lines("black", "the_black_code_style/future_style.md", "When an expression containing trailers",
+                       "    )[0]\n)\n```")
+    question = "Does Black keep trailers like [0] intact when a trailing comment makes the line too long?"
+    answer = asyncio.run(WriterAgent(reranker).awrite(
+        question, one_search_plan(question), [sectioned(1, "Preview style", "Keep trailers", text)], RunLedger()))
+    assert 'zzz.get_data("key")[0].get_nested(  # type: ignore' in answer.text
+    assert "    )[0]\n)\n```\n[1]" in answer.text
+    assert {n for sentence in split_sentences(answer.text) for n in citations(sentence)} == {1}

@@ -27,7 +27,6 @@ from ..llm import LLMClient, describe_error
 
 # The space a removed "[7]" leaves before punctuation; not the one before a dotted name (`-a .codehilite`).
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([.,;:!?])(?=\s|$)")
-_CITATION_MARK = re.compile(r"\[\d+(?:\s*,\s*\d+)*\]")
 NO_EVIDENCE_ANSWER = "I found no passage in the collection that answers this question."
 
 WRITER_SYSTEM = PromptTemplate(
@@ -59,8 +58,9 @@ WRITER_MAX_TOKENS = 300  # a short answer and four sentences need ~150
 def quoted_sentences(text: str) -> list[str]:
     """A source's sentences as the extractive writer may quote them: its markup rendered as a reader sees it
     (core/markup.py: link text, not `[text](url)`; no roles, labels or directives), and without bracketed
-    numbers like "[7]", which in the answer would read as citations (a footnote mark, or text planted to cite a
-    fake source). What the cross-encoder scores; `written_sentences` gives each as it is shown."""
+    numbers like "[7]" outside code, which in the answer would read as citations (a footnote mark, or text planted
+    to cite a fake source); in code, `blocks[0]` is code. What the cross-encoder scores; `written_sentences` gives
+    each as it is shown."""
     return [sentence for sentence, _ in written_sentences(text)]
 
 
@@ -72,8 +72,7 @@ def written_sentences(text: str) -> list[tuple[str, str]]:
     """Each quotable sentence (`quoted_sentences`) beside its text as the answer shows it: a code block or a pipe
     table in it keeps its lines (`core.text.split_sentences_as_written`), set apart by blank lines; whitespace
     is otherwise collapsed. Both read the same words, so what is scored is what is shown."""
-    written = split_sentences_as_written(
-        plain(text), prose=_prose, block_line=lambda line: _CITATION_MARK.sub("", line).rstrip())
+    written = split_sentences_as_written(plain(text), prose=_prose)
     return [(sentence, shown) for raw, shown in written if (sentence := _prose(raw))]
 
 

@@ -264,11 +264,22 @@ def _pieces(lines: list[str], tokens: list[re.Match[str]], token_block: list[int
     return pieces
 
 
+# Code: a run of backticks to the next run of the same length (an inline span, or a fenced block read on one line).
+_CODE = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", re.DOTALL)
+
+
+def _citation_marks(sentence: str) -> list[re.Match[str]]:
+    """The `[n]` marks of a sentence outside code: `blocks[0]` or `[1, 2, 3]` in code is code, not a citation."""
+    code = [match.span() for match in _CODE.finditer(sentence)]
+    return [mark for mark in _CITATION.finditer(sentence)
+            if not any(start <= mark.start() < end for start, end in code)]
+
+
 def citations(sentence: str) -> list[int]:
-    """The source numbers a sentence cites, in order, without repeats."""
+    """The source numbers a sentence cites (its `[n]` marks outside code), in order, without repeats."""
     found: list[int] = []
-    for group in _CITATION.findall(sentence):
-        for number in group.split(","):
+    for mark in _citation_marks(sentence):
+        for number in mark.group(1).split(","):
             n = int(number)
             if n not in found:
                 found.append(n)
@@ -276,7 +287,12 @@ def citations(sentence: str) -> list[int]:
 
 
 def strip_citations(sentence: str) -> str:
-    return " ".join(_CITATION.sub(" ", sentence).split())
+    """The sentence without its `[n]` marks (those outside code), whitespace collapsed."""
+    kept, end = [], 0
+    for mark in _citation_marks(sentence):
+        kept.append(sentence[end:mark.start()])
+        end = mark.end()
+    return " ".join(" ".join([*kept, sentence[end:]]).split())
 
 
 def containment(claim: str, evidence: str) -> float:
