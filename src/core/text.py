@@ -228,7 +228,7 @@ def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.s
         if (at and collapsed[at - 1] != " ") or not _whole_blocks(token_block, first, last):
             written.append((sentence, prose(sentence)))
             continue
-        pieces = _pieces(lines, tokens, token_block, first, last, line_starts)
+        pieces = _pieces(lines, tokens, token_block, token_line, first, last)
         written.append((sentence, "\n\n".join(
             "\n".join(block_line(line) for line in piece.split("\n")) if is_block else prose(piece)
             for piece, is_block in pieces)))
@@ -243,8 +243,8 @@ def _whole_blocks(token_block: list[int | None], first: int, last: int) -> bool:
                 and token_block[last + 1] == token_block[last])
 
 
-def _pieces(lines: list[str], tokens: list[re.Match[str]], token_block: list[int | None], first: int, last: int,
-            line_starts: list[int]) -> list[tuple[str, bool]]:
+def _pieces(lines: list[str], tokens: list[re.Match[str]], token_block: list[int | None], token_line: list[int],
+            first: int, last: int) -> list[tuple[str, bool]]:
     """Tokens first..last as runs of prose (collapsed to single spaces) and blocks (their whole lines), each with
     whether it is a block."""
     pieces: list[tuple[str, bool]] = []
@@ -257,9 +257,7 @@ def _pieces(lines: list[str], tokens: list[re.Match[str]], token_block: list[int
         if block is None:
             pieces.append((" ".join(token.group() for token in tokens[index:end + 1]), False))
         else:  # the block's lines as written, from its first line's start to its last line's end
-            start_line = bisect.bisect_right(line_starts, tokens[index].start()) - 1
-            end_line = bisect.bisect_right(line_starts, tokens[end].start()) - 1
-            pieces.append(("\n".join(line.rstrip() for line in lines[start_line:end_line + 1]).strip("\n"), True))
+            pieces.append(("\n".join(lines[token_line[index]:token_line[end] + 1]).strip("\n"), True))
         index = end + 1
     return pieces
 
