@@ -4,10 +4,10 @@
     chunking    documents -> chunks along their structure (pure text work, imports no other part)
     core        plans, results, errors, search types, text, the role Protocols
     llm         LLMClient: timeout, retries, JSON mode, the call ledger
-    agents      planner, searcher, reranker, resolver (+ offline bridge), HyDE, writer, aggregator, verifier
+    agents      planner, searcher, reranker, resolver, HyDE, writer, aggregator, verifier
     store       Qdrant: opening it, collections that record their embedding model
     stack       the default parts from Settings (what QueryWorkflow.from_settings runs)
-    work_flows  QueryWorkflow, its events, the retrieval policy
+    work_flows  QueryWorkflow, its events, the retrieval policy, the hop strategy (hopping/)
     server      `dagrag serve`: the HTTP app over the stack and the workflow (nothing below imports it)
     ingest, cli, testing, the package root: on top
 
@@ -117,3 +117,29 @@ def test_no_module_imports_itself_through_others():
     graph = import_graph()
     cycles = list(nx.simple_cycles(graph))
     assert not cycles, f"import cycles: {cycles[:3]}"
+
+
+HOPPING = "dagrag.work_flows.hopping"
+
+
+def in_hopping(module: str) -> bool:
+    return module == HOPPING or module.startswith(f"{HOPPING}.")
+
+
+def test_hop_logic_is_reached_through_its_package_face_only():
+    """One home for how a run hops: the workflow and the report import `dagrag.work_flows.hopping` (the
+    `HopStrategy` interface and what it hands back), never the modules behind it."""
+    graph = import_graph()
+    reaching_in = sorted(f"{source} imports {target}" for source, target in graph.edges
+                         if not in_hopping(source) and in_hopping(target) and target != HOPPING)
+    assert not reaching_in, "\n".join(reaching_in)
+    assert HOPPING in graph.successors("dagrag.work_flows.query_workflow")
+
+
+def test_the_hop_strategy_reads_the_run_and_the_policy_and_nothing_that_runs_it():
+    graph = import_graph()
+    below = {"dagrag.work_flows.policy", "dagrag.work_flows.run"}
+    upward = sorted(f"{source} imports {target}" for source, target in graph.edges
+                    if in_hopping(source) and target.startswith("dagrag.work_flows.") and not in_hopping(target)
+                    and target not in below)
+    assert not upward, "\n".join(upward)

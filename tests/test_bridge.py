@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from dagrag.agents.bridge import (
+from dagrag.agents.rule_planner import find_comparison
+from dagrag.agents.searcher import SearchHits, SearchRequest
+from dagrag.core.names import NAME_CONNECTORS, NO_NAMES, KnownNames, marked_spans, name_key, names_of_page
+from dagrag.work_flows.hopping.bridge import (
     bridge_entities,
     bridge_queries,
     named_spans,
@@ -14,10 +17,7 @@ from dagrag.agents.bridge import (
     phrased_queries,
     titled_by,
 )
-from dagrag.agents.rule_planner import find_comparison
-from dagrag.agents.searcher import SearchHits, SearchRequest
-from dagrag.core.names import NAME_CONNECTORS, NO_NAMES, KnownNames, marked_spans, name_key, names_of_page
-from dagrag.work_flows.variants import Variant, pool_candidates
+from dagrag.work_flows.hopping.searches import Variant, pool_candidates
 
 from .conftest import sample_records
 

@@ -1,4 +1,4 @@
-"""Bridge chains deeper than two hops (work_flows/deeper_hops.py) and bridge-comparisons (agents/rule_planner.py).
+"""Bridge chains deeper than two hops (work_flows/hopping/deeper.py) and bridge-comparisons (agents/rule_planner.py).
 
 Pure tests of the depth rule over hand-made runs first, then end to end with the real small models over one
 MuSiQue question's paragraphs, then the rule planner on 2Wiki's bridge-comparison questions.
@@ -17,9 +17,9 @@ from dagrag import Settings
 from dagrag.agents.rule_planner import bridge_plan, find_bridge_comparison, plan_offline
 from dagrag.core.plan import Plan, PlanOrigin, SubQuery, finalize_plan
 from dagrag.core.result import SubqueryReport
-from dagrag.work_flows.deeper_hops import apply_deepening, bridge_chain, name_search_words, next_hop
 from dagrag.work_flows.evidence import select_sources
-from dagrag.work_flows.hop_rule import passages_handed_over
+from dagrag.work_flows.hopping.deeper import apply_deepening, bridge_chain, name_search_words, next_hop
+from dagrag.work_flows.hopping.skip import passages_handed_over
 from dagrag.work_flows.policy import RetrievalPolicy, parents_kept, path_of
 from dagrag.work_flows.progress import HopAdded
 from dagrag.work_flows.run import QueryRun

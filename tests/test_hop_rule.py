@@ -1,19 +1,21 @@
-"""The hop rule (work_flows/hop_rule.py): a bridge hop runs only when s1's passages leave part of the question
+"""The hop rule (work_flows/hopping/skip.py): a bridge hop runs only when s1's passages leave part of the question
 unexplained, and what a hop hands the writer. Pure tests first, then end to end with the real small models."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from dagrag import Settings
+from dagrag import QueryWorkflow, Settings
 from dagrag.agents.rule_planner import bridge_plan, plan_offline
 from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan, single_query_plan
 from dagrag.core.result import SubqueryReport
 from dagrag.core.text import unexplained_words
 from dagrag.work_flows.evidence import select_sources
-from dagrag.work_flows.hop_rule import (
+from dagrag.work_flows.hopping import DocumentHops
+from dagrag.work_flows.hopping.skip import (
     bridge_parent,
     hop_notes,
     passages_handed_over,
@@ -212,3 +214,21 @@ async def test_a_comparisons_sides_keep_their_turns_ahead_of_the_question(make_w
     result = await make_workflow(context_budget=2).run(query=sides.query, plan=sides)
     assert [sq.id for sq in result.plan.subqueries] == ["s1", "s2", "s0"]
     assert [s.subquery_id for s in result.sources] == ["s1", "s2"]  # at budget 2 each side keeps its document
+
+
+async def test_the_workflow_asks_the_hop_strategy_it_is_given(sample_store_path, embed_model, reranker):
+    """`QueryWorkflow(hops=...)`: a user's strategy decides; here one that never hops makes the run one search."""
+
+    class NeverHop(DocumentHops):
+        def skip_reason(self, run: QueryRun, subquery: SubQuery) -> str | None:
+            return "this collection answers in one search" if subquery.parents else None
+
+    settings = Settings(qdrant_path=sample_store_path, collection="sample")
+    build = partial(QueryWorkflow.from_settings, settings, embed_model=embed_model, reranker=reranker)
+    result = await build(hops=NeverHop(RetrievalPolicy.from_settings(settings))).run(query=CORLISS)
+    single = await QueryWorkflow.from_settings(settings.model_copy(update={"planner_enable_dag": False}),
+                                               embed_model=embed_model, reranker=reranker).run(query=CORLISS)
+    assert [(r.status, r.error) for r in result.subqueries][1] == ("skipped", "this collection answers in one search")
+    assert result.path == "single" and [s.node_id for s in result.sources] == [s.node_id for s in single.sources]
+    default = await build().run(query=CORLISS)
+    assert default.path == "dag" and default.subqueries[1].status == "covered"

@@ -14,6 +14,16 @@ from dagrag.core.names import names_all
 from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan
 from dagrag.core.result import SentenceCheck, Source, SubqueryReport, Verification
 from dagrag.core.search import SearchHits
+from dagrag.work_flows.hopping import DocumentHops
+from dagrag.work_flows.hopping.searches import (
+    PooledCandidate,
+    Variant,
+    merge_scores,
+    pool_candidates,
+    side_code,
+    subquery_searches,
+    unscored,
+)
 from dagrag.work_flows.policy import (
     RetrievalPolicy,
     backtrack_targets,
@@ -26,19 +36,11 @@ from dagrag.work_flows.policy import (
 )
 from dagrag.work_flows.report import record_search
 from dagrag.work_flows.run import QueryRun, before_deadline
-from dagrag.work_flows.variants import (
-    PooledCandidate,
-    Variant,
-    merge_scores,
-    pool_candidates,
-    side_code,
-    subquery_searches,
-    unscored,
-)
 
 QUESTION = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
 POLICY = replace(RetrievalPolicy.from_settings(Settings()), topk_base=5, topk_step=3, bridge_rerank_top=3,
                  max_retries=1, critic_min_score=0.2, coverage_min_score=0.1, bridge_max_entities=8)
+HOPS = DocumentHops(POLICY)
 
 
 def node(title: str, text: str, node_id: str | None = None) -> NodeWithScore:
@@ -267,13 +269,13 @@ def test_a_failed_retry_keeps_the_earlier_report_but_counts_the_attempt():
     run = bridge_run()
     s1 = run.plan.subqueries[0]
     run.ranked["s1"] = [NodeWithScore(node=KISS_AND_TELL.node, score=0.7)]
-    first = record_search(POLICY, run, s1, [SearchHits()], retry=False)
+    first = record_search(POLICY, HOPS, run, s1, [SearchHits()], retry=False)
     assert first is not None and first.status == "covered" and first.kept_node_ids == [KISS_AND_TELL.node.node_id]
-    assert record_search(POLICY, run, s1, [RuntimeError("qdrant down")], retry=True) is None
+    assert record_search(POLICY, HOPS, run, s1, [RuntimeError("qdrant down")], retry=True) is None
     assert run.reports["s1"].status == "covered" and run.reports["s1"].attempts == 2
-    failed = record_search(POLICY, run, run.plan.subqueries[1], [RuntimeError("qdrant down")], retry=False)
+    failed = record_search(POLICY, HOPS, run, run.plan.subqueries[1], [RuntimeError("qdrant down")], retry=False)
     assert failed is not None and failed.status == "failed" and "qdrant down" in (failed.error or "")
-    skipped = record_search(POLICY, run, run.plan.subqueries[1], None, retry=False)
+    skipped = record_search(POLICY, HOPS, run, run.plan.subqueries[1], None, retry=False)
     assert skipped is not None and skipped.status == "skipped"
 
 

@@ -2,7 +2,7 @@
 
 With an LLM: "{s1}'s public office" + s1's best passage ("... starring Lena Marwick as Nora Quill")
 → "What public office did Lena Marwick hold?", one call per layer. Offline twin (and
-fallback when there is no LLM or the call fails): the bridge-entity searches beside it in `bridge.py`,
+fallback when there is no LLM or the call fails): the bridge-entity searches in `work_flows/hopping/bridge.py`,
 one search per named span of the parent's passage; a subquery left with `{sN}` runs those.
 """
 

@@ -8,7 +8,7 @@ names ("Which film has the director born earlier, X or Y?", "Who was born first,
 director of Y?"), becomes two chains: s1, s2 find each entity's page, s3 = `{s1} <attribute>` and
 s4 = `{s2} <attribute>` the pages those name (the director's); any other question becomes a two-hop
 bridge plan (s1 finds the page the question describes, s2 asks the question again about the entity s1's
-page names, `{s1}`; work_flows/deeper_hops.py adds a third or fourth hop when the question still needs
+page names, `{s1}`; work_flows/hopping/deeper.py adds a third or fourth hop when the question still needs
 one), or the single-query plan when bridging is off.
 """
 

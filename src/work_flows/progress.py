@@ -5,7 +5,7 @@ perf_counter clock, every candidate node); a client watching a run (`handler.str
 WorkflowServer's `/events/{handler_id}`, `dagrag serve`'s SSE) gets these summaries instead. Streamed
 in order: LLMProgress… of the planner's call, PlanChosen, then per layer LayerStarted (LLMProgress… of the
 resolver's and HyDE's calls), SubqueryDone…, LayerDone (again for critic retries), HopAdded before a layer an
-offline bridge chain grew (deeper_hops.py), then LLMProgress… of the writer's calls, AnswerWritten,
+offline bridge chain grew (hopping/deeper.py), then LLMProgress… of the writer's calls, AnswerWritten,
 LLMProgress… of the verifier's call and VerificationDone (again after a backtrack). Each LLM call's attempt
 streams LLMProgress at its start, about every 0.5 s while its reply arrives, and once done. The full record is
 the QueryResult.

@@ -13,8 +13,8 @@ HopAdded (a deeper bridge hop joined the plan), AnswerWritten, VerificationDone,
 step that calls an LLM (the step attaches a listener to the run's ledger for its calls, so they stream).
 Every layer's subqueries are searched as one batch and reranked as one batch; per-run state travels in
 the events (`QueryRun`), so one workflow instance serves many concurrent runs. The decisions (what to
-search, how much to keep, what to retry, what to report) are pure functions in policy.py, variants.py and
-report.py; the steps here run them against the agents and the run deadline.
+search, how much to keep, what to retry, what to report) are pure functions in policy.py and report.py, and how
+a run hops is one `HopStrategy` (hopping/); the steps here run them against the agents and the run deadline.
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ from .answerability import (
     joined_evidence,
     unfound_names,
 )
-from .deeper_hops import apply_deepening, next_hop
 from .events import (
     AnswerDrafted,
     BacktrackQueued,
@@ -71,7 +70,16 @@ from .events import (
     VerificationDone,
 )
 from .evidence import select_sources
-from .hop_rule import passages_handed_over, skip_reason
+from .hopping import (
+    DocumentHops,
+    HopStrategy,
+    PooledCandidate,
+    Variant,
+    apply_deepening,
+    merge_scores,
+    side_code,
+    unscored,
+)
 from .llamaindex import DagragQueryEngine, as_query_engine, as_tool
 from .policy import (
     RetrievalPolicy,
@@ -79,22 +87,11 @@ from .policy import (
     is_hop,
     kept_per_subquery,
     needs_retry,
-    parents_kept,
     path_of,
-    pool_size,
 )
 from .progress import AnswerWritten, HopAdded, LayerDone, LLMProgress, PlanChosen
 from .report import build_result, record_search, record_skipped_hop
 from .run import QueryRun, before_deadline
-from .variants import (
-    PooledCandidate,
-    Variant,
-    merge_scores,
-    pool_candidates,
-    side_code,
-    subquery_searches,
-    unscored,
-)
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -122,6 +119,7 @@ class QueryWorkflow(Workflow):
 
     `plan` (a Plan) skips the planner: it is validated and repaired like an LLM's, then executed. A bad
     question or history fails the run in its first step with InvalidQuestionError, however it was started.
+    `hops` (a `hopping.HopStrategy`) decides how a run hops; the default, `DocumentHops`, follows the documents.
     """
 
     def __init__(
@@ -135,6 +133,7 @@ class QueryWorkflow(Workflow):
         settings: Settings,
         resolver: ReferenceResolver | None = None,
         hyde: PassageWriter | None = None,
+        hops: HopStrategy | None = None,
         **workflow_kwargs: Any,
     ) -> None:
         workflow_kwargs.setdefault("timeout", settings.query_timeout_s + BACKSTOP_GRACE_S)
@@ -148,6 +147,7 @@ class QueryWorkflow(Workflow):
         self.hyde = hyde
         self.settings = settings
         self.policy = RetrievalPolicy.from_settings(settings)
+        self.hops = hops or DocumentHops(self.policy)
 
     @classmethod
     def from_settings(
@@ -264,7 +264,7 @@ class QueryWorkflow(Workflow):
         run = ev.run
         if ev.answer.abstain_reason is not None:  # nothing was claimed, so nothing to verify or search again
             run.add_time("total_s", time.perf_counter() - run.started_at)
-            return StopEvent(result=build_result(self.policy, run, ev.answer, ev.sources,
+            return StopEvent(result=build_result(self.policy, self.hops, run, ev.answer, ev.sources,
                                                  Verification(method="none: the answer abstained")))
         started = time.perf_counter()
         with run.ledger.listening(llm_progress(ctx)):
@@ -280,7 +280,7 @@ class QueryWorkflow(Workflow):
             run.backtracked = targets
             return BacktrackQueued(run=run, subquery_ids=targets)
         run.add_time("total_s", time.perf_counter() - run.started_at)
-        return StopEvent(result=build_result(self.policy, run, ev.answer, ev.sources, verification))
+        return StopEvent(result=build_result(self.policy, self.hops, run, ev.answer, ev.sources, verification))
 
     @step
     async def backtrack(self, ctx: Context, ev: BacktrackQueued) -> EvidenceGathered:
@@ -295,7 +295,7 @@ class QueryWorkflow(Workflow):
         """The layer's subqueries to search; the bridge hops s1 already answers are recorded as skipped instead."""
         to_search = []
         for sq in run.subqueries(run.plan.layers[layer_index]):
-            reason = skip_reason(self.policy, run, sq)
+            reason = self.hops.skip_reason(run, sq)
             if reason is None:
                 to_search.append(sq.id)
             else:
@@ -304,8 +304,8 @@ class QueryWorkflow(Workflow):
         return to_search
 
     def _deepen(self, ctx: Context, run: QueryRun) -> bool:
-        """Grow an offline bridge chain by one hop when the question still needs one (deeper_hops.py)."""
-        deepening = next_hop(self.policy, run)
+        """Grow an offline bridge chain by one hop when the question still needs one (hopping/deeper.py)."""
+        deepening = self.hops.next_hop(run)
         if deepening is None:
             return False
         apply_deepening(run, deepening)
@@ -384,7 +384,7 @@ class QueryWorkflow(Workflow):
         return None if scores is None else list(scores)
 
     def _evidence(self, run: QueryRun) -> EvidenceGathered:
-        sources = select_sources(run.plan, passages_handed_over(self.policy, run),
+        sources = select_sources(run.plan, self.hops.handed_over(run),
                                  per_subquery=kept_per_subquery(self.policy, run.path),
                                  budget=self.policy.context_budget)
         return EvidenceGathered(run=run, sources=sources)
@@ -400,7 +400,8 @@ class QueryWorkflow(Workflow):
         results = await self._search_and_rerank(run, subqueries, layer_index)
         run.add_time(f"layer_{layer_index}_s", time.perf_counter() - started)
         for sq in subqueries:
-            report = record_search(self.policy, run, sq, None if results is None else results[sq.id], retry=retry)
+            outcome = None if results is None else results[sq.id]
+            report = record_search(self.policy, self.hops, run, sq, outcome, retry=retry)
             if report is not None:
                 best = run.ranked.get(sq.id, [])
                 ctx.write_event_to_stream(SubqueryDone(
@@ -425,7 +426,7 @@ class QueryWorkflow(Workflow):
         """Every search of every subquery in one batch, then one rerank call; None if out of time."""
         started = time.perf_counter()
         attempt = {sq.id: run.attempts.get(sq.id, 0) + 1 for sq in subqueries}
-        variants = {sq.id: subquery_searches(self.policy, run, sq, attempt[sq.id]) for sq in subqueries}
+        variants = {sq.id: self.hops.searches(run, sq, attempt[sq.id]) for sq in subqueries}
         flat = [v for sq_variants in variants.values() for v in sq_variants]
         hits = await before_deadline(run.deadline, self._search_batch(flat))
         searched = time.perf_counter()
@@ -437,10 +438,7 @@ class QueryWorkflow(Workflow):
         for variant, result in zip(flat, hits):
             results[variant.subquery_id].append(result)
         await self._rerank(run, {
-            sq.id: pool_candidates(variants[sq.id], results[sq.id], exclude_node_ids=parents_kept(run, sq),
-                                   keep=pool_size(self.policy, run, sq, attempt[sq.id]),
-                                   title_boost=self.policy.bridge_title_boost, question=run.plan.query)
-            for sq in subqueries})
+            sq.id: self.hops.pool(run, sq, variants[sq.id], results[sq.id], attempt[sq.id]) for sq in subqueries})
         run.add_time("rerank_s", time.perf_counter() - searched)
         return results
 

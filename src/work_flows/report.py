@@ -6,12 +6,12 @@ from ..core.plan import SubQuery
 from ..core.result import LLMUsage, QueryResult, Source, SubqueryReport, Verification, WrittenAnswer
 from ..core.search import SearchHits
 from .evidence import confidence
-from .hop_rule import holds_back, hop_notes
+from .hopping import HopStrategy
 from .policy import RetrievalPolicy, kept_per_subquery
 from .run import QueryRun
 
 
-def subquery_report(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
+def subquery_report(policy: RetrievalPolicy, hops: HopStrategy, run: QueryRun, sq: SubQuery,
                     outcome: SearchHits | BaseException | None) -> SubqueryReport:
     """The subquery's record: skipped (no search ran), failed (the search raised), else covered or not."""
     layer, attempts = run.layer_of(sq.id), run.attempts.get(sq.id, 1)
@@ -24,7 +24,7 @@ def subquery_report(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
     ranked = run.ranked.get(sq.id, [])
     best = float(ranked[0].score or 0.0) if ranked else None
     covered = best is not None and best >= policy.coverage_min_score
-    kept = 0 if holds_back(policy, run.plan, sq, covered=covered) else kept_per_subquery(policy, run.path)
+    kept = 0 if hops.holds_back(run.plan, sq, covered=covered) else kept_per_subquery(policy, run.path)
     return SubqueryReport(
         id=sq.id, text=sq.text, layer=layer, status="covered" if covered else "uncovered",
         searched_as=run.searched_as.get(sq.id), attempts=attempts,
@@ -33,7 +33,7 @@ def subquery_report(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
 
 
 def record_skipped_hop(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, reason: str) -> SubqueryReport:
-    """Record a bridge hop the hop rule skips (hop_rule.skip_reason): reported as `skipped`, with the reason.
+    """Record a bridge hop the hop rule skips (`HopStrategy.skip_reason`): reported as `skipped`, with the reason.
 
     When no other subquery is left to search, what runs is the single-query path: one search, the whole
     budget; the run's path says so, and the searched subquery's report keeps what that path keeps.
@@ -51,7 +51,7 @@ def record_skipped_hop(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, rea
     return report
 
 
-def record_search(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
+def record_search(policy: RetrievalPolicy, hops: HopStrategy, run: QueryRun, sq: SubQuery,
                   results: list[SearchHits | BaseException] | None, *, retry: bool) -> SubqueryReport | None:
     """Count the search and update the subquery's report; None when a failed retry keeps the earlier report.
 
@@ -63,19 +63,19 @@ def record_search(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery,
         run.reports[sq.id].attempts = run.attempts[sq.id]
         return None
     outcome = None if results is None else (SearchHits() if searched_ok else results[0])
-    report = run.reports[sq.id] = subquery_report(policy, run, sq, outcome)
+    report = run.reports[sq.id] = subquery_report(policy, hops, run, sq, outcome)
     return report
 
 
-def build_result(policy: RetrievalPolicy, run: QueryRun, answer: WrittenAnswer, sources: list[Source],
-                 verification: Verification) -> QueryResult:
+def build_result(policy: RetrievalPolicy, hops: HopStrategy, run: QueryRun, answer: WrittenAnswer,
+                 sources: list[Source], verification: Verification) -> QueryResult:
     reports = [run.reports.get(sq.id) or SubqueryReport(
         id=sq.id, text=sq.text, layer=run.layer_of(sq.id), status="skipped",
         error=run.partial_reason or "the plan needs no retrieval") for sq in run.plan.subqueries]
     # A hop skipped because it was not needed is no missing evidence: coverage counts the searches that ran.
     label, features = confidence([r for r in reports if r.id not in run.skipped_hops],
                                  min_ratio=policy.coverage_min_ratio, high_score=policy.high_confidence_score)
-    notes = hop_notes(policy, run)
+    notes = hops.notes(run)
     plan = run.plan.model_copy(update={"notes": [*run.plan.notes, *notes]}) if notes else run.plan
     calls = run.ledger.llm_calls
     prompt = [c.prompt_tokens for c in calls if c.prompt_tokens is not None]

@@ -37,9 +37,9 @@ class QueryRun(BaseModel):
     hyde: dict[str, str] = Field(default_factory=dict, description="Hypothetical passages per subquery.")
     backtracked: list[str] = Field(default_factory=list, description="Subqueries re-searched after verification.")
     skipped_hops: dict[str, str] = Field(
-        default_factory=dict, description="Bridge hops the hop rule did not search, and why (hop_rule.py).")
+        default_factory=dict, description="Bridge hops the hop rule did not search, and why (hopping/skip.py).")
     idle_hops: dict[str, str] = Field(
-        default_factory=dict, description="Deeper bridge hops that added nothing, and why (deeper_hops.py).")
+        default_factory=dict, description="Deeper bridge hops that added nothing, and why (hopping/deeper.py).")
     deadline: float | None = Field(
         None, description="When the run must end, on the process's perf_counter clock; None: no deadline.")
     partial_reason: str | None = None

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..core.language import ENGLISH, Language
-from ..core.names import CONNECTOR, NAME_WORD, NO_NAMES, KnownNames, marked_spans
-from ..core.plan import PARENT_REFERENCE
-from ..core.text import content_words, unexplained_words
+from ...core.language import ENGLISH, Language
+from ...core.names import CONNECTOR, NAME_WORD, NO_NAMES, KnownNames, marked_spans
+from ...core.plan import PARENT_REFERENCE
+from ...core.text import content_words, unexplained_words
 
 # A quoted title, or a run of name words that connectors may join ("Salt and Ember", "Siege of Harrow Vale").
 _NAMED_SPAN = re.compile(

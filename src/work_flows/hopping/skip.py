@@ -42,11 +42,11 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore
 
-from ..core.plan import ExecutedPlan, SubQuery
-from ..core.sources import passage_text
-from ..core.text import unexplained_words
-from .policy import RetrievalPolicy
-from .run import QueryRun
+from ...core.plan import ExecutedPlan, SubQuery
+from ...core.sources import passage_text
+from ...core.text import unexplained_words
+from ..policy import RetrievalPolicy
+from ..run import QueryRun
 
 
 def bridge_parent(plan: ExecutedPlan, sq: SubQuery) -> str | None:
@@ -87,7 +87,7 @@ def holds_back(policy: RetrievalPolicy, plan: ExecutedPlan, sq: SubQuery, *, cov
 
 def passages_handed_over(policy: RetrievalPolicy, run: QueryRun) -> dict[str, list[NodeWithScore]]:
     """Each subquery's ranked passages that may reach the writer (rule 2, and deeper hops that added nothing:
-    deeper_hops.py); the evidence picks from these."""
+    deeper.py); the evidence picks from these."""
     rankings = dict(run.ranked)
     for sq in run.plan.subqueries:
         report = run.reports.get(sq.id)

@@ -1,7 +1,7 @@
 """The searches a subquery runs (its variants), how their candidates are pooled, and how scores merge back.
 
 A plain subquery runs one search. A hop (`{s1}` still in its text) runs one search per candidate bridge
-entity of its parent's best passages (the resolver's offline twin, `agents/bridge.py`); a retry runs a
+entity of its parent's best passages (the resolver's offline twin, `bridge.py`); a retry runs a
 wider search, and a hop's retry asks about each entity of the parent's best page in the question's own words
 (`phrased_queries`). Their candidates meet in one pool per subquery; only pairs not scored before meet the
 cross-encoder, except that a phrased search scores its candidates again (the keyword search's score may be what
@@ -15,13 +15,13 @@ from dataclasses import dataclass, replace
 
 from llama_index.core.schema import NodeWithScore
 
-from ..agents.bridge import bridge_queries, page_of_entity, phrased_queries, titled_by
-from ..core.names import Place, code_names, headed_by, names_all, opening
-from ..core.plan import SubQuery, parent_references, resolve_references
-from ..core.search import SearchHits, SearchRequest
-from ..core.sources import passage_text
-from .policy import RetrievalPolicy, pool_size
-from .run import QueryRun
+from ...core.names import Place, code_names, headed_by, names_all, opening
+from ...core.plan import SubQuery, parent_references, resolve_references
+from ...core.search import SearchHits, SearchRequest
+from ...core.sources import passage_text
+from ..policy import RetrievalPolicy, pool_size
+from ..run import QueryRun
+from .bridge import bridge_queries, page_of_entity, phrased_queries, titled_by
 
 
 @dataclass(frozen=True)

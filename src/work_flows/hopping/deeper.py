@@ -7,9 +7,9 @@ So when the last layer of such a chain has been searched (`next_hop`, asked by `
 
 - **a bridge hop** `s{n+1}` = `{sN} <the words still missing>` (parent: the last hop) when some content word
   of the question is on none of the chain's kept pages (each hop's best passage; first five letters match,
-  as in hop_rule.py) and the last hop moved the chain: it is covered and explained a word its ancestors had
+  as in skip.py) and the last hop moved the chain: it is covered and explained a word its ancestors had
   left. It searches each named span of the last hop's best page joined with the missing words
-  (agents/bridge.py), away from every ancestor's kept pages. A deeper hop moved the chain only if its best
+  (bridge.py), away from every ancestor's kept pages. A deeper hop moved the chain only if its best
   passage was found by one of those searches (`followed_parent`): a retry also tries the names of the last
   hop's lower-ranked pages, which the chain did not reach, and their confident matches ("Arno Kessel" after
   Tallowmere's page) took the slot of a page the writer needed.
@@ -40,14 +40,14 @@ from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore
 
-from ..agents.bridge import bridge_queries, clause_breaks, named_spans, phrased_queries, title_words
-from ..core.names import NO_NAMES, KnownNames
-from ..core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
-from ..core.sources import passage_text
-from ..core.text import content_words, unexplained_words
-from .hop_rule import bridge_parent, passages_handed_over
-from .policy import RetrievalPolicy
-from .run import QueryRun
+from ...core.names import NO_NAMES, KnownNames
+from ...core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
+from ...core.sources import passage_text
+from ...core.text import content_words, unexplained_words
+from ..policy import RetrievalPolicy
+from ..run import QueryRun
+from .bridge import bridge_queries, clause_breaks, named_spans, phrased_queries, title_words
+from .skip import bridge_parent, passages_handed_over
 
 NAME_SPANS_LIMIT = 12  # a question names a handful of things
 POSSESSIVE = re.compile(r"['’]s$")
@@ -82,7 +82,7 @@ def bridge_chain(plan: ExecutedPlan) -> list[str]:
 
 
 def _best_passages(policy: RetrievalPolicy, run: QueryRun, ids: list[str]) -> dict[str, NodeWithScore]:
-    """Each subquery's best passage that may reach the writer (hop_rule's rule 2 and idle hops respected)."""
+    """Each subquery's best passage that may reach the writer (skip.py's rule 2 and idle hops respected)."""
     handed = passages_handed_over(policy, run)
     return {sq_id: handed[sq_id][0] for sq_id in ids if handed.get(sq_id)}
 
@@ -153,7 +153,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     if hop is None and idle is not None:
         notes.append("the chain stops")
     if not notes:
-        return None  # nothing left, or s2 moved nowhere (hop_rule's notes say what happened to it)
+        return None  # nothing left, or s2 moved nowhere (skip.py's notes say what happened to it)
     return Deepening(hop=hop, notes=tuple(notes), idle=idle)
 
 
