@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from dagrag.agents.writer import WriterAgent, excerpt, in_context, quoted_sentences
+from dagrag.agents.writer import WriterAgent, _Candidate, _ScoredSentences, excerpt, in_context, quoted_sentences
 from dagrag.core.plan import ExecutedPlan, PlanOrigin, SubQuery
 from dagrag.core.result import RunLedger, Source
 
@@ -101,6 +101,20 @@ def test_an_excerpt_shows_each_picked_sentence_after_the_one_before_it_and_marks
     assert excerpt(sentences, set()) == ""
 
 
+def test_the_llms_excerpts_show_code_as_written(reranker) -> None:
+    # The LLM reads a source's best sentences (LLM_EVIDENCE_SENTENCES): a command in them keeps its lines, as in an
+    # offline answer, and a block that ends a sentence stands apart from the next one.
+    question = "What does black --check exit with when a file would be reformatted?"
+    page = sectioned(1, "The basics", "Check mode", "Black can run in CI as a check. Run it like this:\n\n"
+                     "```console\n$ black --check .\n```\n\nIt exits with 1 when a file would be reformatted. "
+                     "Formatting is deterministic. Other projects use it too.")
+    writer = WriterAgent(reranker, evidence_sentences=1)
+    shown = asyncio.run(writer._shown_to_llm(question, one_search_plan(question), [page], RunLedger()))[0].text
+    assert "```console\n$ black --check .\n```" in shown and "Other projects" not in shown
+    sentences = ["Run it like this:\n\n```console\n$ black --check .\n```", "It exits with 1.", "Done."]
+    assert excerpt(sentences, {1}) == "Run it like this:\n\n```console\n$ black --check .\n```\n\nIt exits with 1. …"
+
+
 LONG_COUNTY_PAGE = ("Brenton County is a county in the state of Vellmark. Its winters are mild and wet. "
                     "The Orvel river floods most springs. A harvest fair is held every September. "
                     "Its county seat is Harrowgate. The courthouse there was built in 1901. "
@@ -154,6 +168,43 @@ def test_a_hop_plans_answer_still_quotes_the_sentence_that_answers_the_question_
     answer = asyncio.run(writer.awrite(question, plan, sources, RunLedger())).text
     assert f"{best.candidates[top].in_context} [1]" in answer
     assert "[2]" in answer  # the hop still speaks through its own best document
+
+
+def scored_sentences(pages: dict[str, list[tuple[str, float]]], best_for: dict[str, tuple[str, int]]
+                     ) -> _ScoredSentences:
+    """Sentences of numbered pages with their scores against the question; `best_for`: subquery -> (title, position)."""
+    titles = list(pages)
+    candidates = [_Candidate(n, position, sentence, in_context(sentence, title), sentence, in_context(sentence, title))
+                  for n, title in enumerate(titles, start=1) for position, (sentence, _) in enumerate(pages[title])]
+    scores = [score for title in titles for _, score in pages[title]]
+    index = {(titles[c.source_number - 1], c.position): i for i, c in enumerate(candidates)}
+    return _ScoredSentences(candidates, scores, {sq: (0.5, index[at]) for sq, at in best_for.items()})
+
+
+def test_a_hops_sentence_that_links_the_chain_is_quoted_beside_the_answering_sentences_not_instead(reranker) -> None:
+    # The hop's page speaks through the sentence that answers its own search and the question best together. When
+    # that sentence does not answer the question by itself (under the bar), it is the link of the chain: quoted
+    # besides the sentences that answer, so a bridge answer states both the bridge and the asked fact.
+    question = "Which public office did the actress who played Nora Quill hold?"
+    plan = ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
+        SubQuery(id="s1", text=question, role="question"),
+        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+    pages = {"Salt and Ember": [("Salt and Ember is a comedy film.", 0.02),
+                                ("Its heroine Nora Quill was played by Lena Marwick.", 0.6)],
+             "Lena Marwick": [("Lena Marwick was born in Harrowgate.", 0.03),
+                              ("She served as Harbour Commissioner.", 0.3), ("She retired in 1980.", 0.01)]}
+    writer = WriterAgent(reranker, max_sentences=2, answers_from=0.1)
+    linked = writer._extractive(plan, scored_sentences(pages, {"s2": ("Lena Marwick", 0)}))
+    assert linked == ("Salt and Ember: Its heroine Nora Quill was played by Lena Marwick. [1] "
+                      "Lena Marwick was born in Harrowgate. [2] She served as Harbour Commissioner. [2]")
+    # A hop's sentence that answers the question takes one of the answering sentences' places.
+    answering = writer._extractive(plan, scored_sentences(pages, {"s2": ("Lena Marwick", 1)}))
+    assert answering == ("Salt and Ember: Its heroine Nora Quill was played by Lena Marwick. [1] "
+                         "Lena Marwick: She served as Harbour Commissioner. [2]")
+    # One search: nothing links, and `max_sentences` is the whole answer's bound.
+    single = writer._extractive(one_search_plan(question), scored_sentences(pages, {}))
+    assert single == ("Salt and Ember: Its heroine Nora Quill was played by Lena Marwick. [1] "
+                      "Lena Marwick: She served as Harbour Commissioner. [2]")
 
 
 def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_document(reranker) -> None:

@@ -101,17 +101,20 @@ def _closes_with_block(text: str) -> bool:
     return bool((block_lines(text) or [False])[-1])
 
 
+def _between(before: str, after: str) -> str:
+    """What goes between two shown sentences: a space, or a blank line where a code block or table ends or starts."""
+    return "\n\n" if _closes_with_block(before) or _opens_with_block(after) else " "
+
+
 def cited_text(quoted: list[tuple[str, int]]) -> str:
     """Quoted sentences, each followed by its `[n]`, as one answer: sentences run on in one paragraph; a code block
     or table stands apart, its `[n]` on the line below it (on the closing fence's line it would leave the block
     open in Markdown), and what follows starts a new paragraph."""
     parts: list[str] = []
-    block_before = False
-    for text, number in quoted:
-        if parts:
-            parts.append("\n\n" if block_before or _opens_with_block(text) else " ")
-        block_before = _closes_with_block(text)
-        parts.append(f"{text}\n[{number}]" if block_before else f"{text} [{number}]")
+    for previous, (text, number) in zip([None, *quoted], quoted):
+        if previous is not None:
+            parts.append(_between(previous[0], text))
+        parts.append(f"{text}\n[{number}]" if _closes_with_block(text) else f"{text} [{number}]")
     return "".join(parts)
 
 
@@ -154,8 +157,9 @@ class _ScoredSentences:
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
-    """The picked sentences of a passage, each after the sentence before it (which often says what its "It" or
-    "The band" is), in the passage's order; a gap in the passage is shown as "…"."""
+    """The picked sentences of a passage (as shown: `written_sentences`), each after the sentence before it (which
+    often says what its "It" or "The band" is), in the passage's order; a gap in the passage is shown as "…", and a
+    code block or table stands apart on its own lines, as in an answer."""
     shown = sorted({p for p in picked if 0 <= p < len(sentences)} | {p - 1 for p in picked if 0 < p < len(sentences)})
     parts: list[str] = []
     for previous, position in zip([None, *shown], shown):
@@ -164,7 +168,7 @@ def excerpt(sentences: list[str], picked: set[int]) -> str:
         parts.append(sentences[position])
     if shown and shown[-1] < len(sentences) - 1:
         parts.append("…")
-    return " ".join(parts)
+    return "".join(part if i == 0 else _between(parts[i - 1], part) + part for i, part in enumerate(parts))
 
 
 class WriterAgent:
@@ -245,7 +249,7 @@ class WriterAgent:
                 chosen.add(candidate.position)
         shown = []
         for n, source in enumerate(sources, start=1):
-            sentences = quoted_sentences(source.text)
+            sentences = [shown for _, shown in written_sentences(source.text)]
             text = excerpt(sentences, picked.get(n, set())) if sentences else source.text
             shown.append(source.model_copy(update={"text": text or source.text}))
         return shown
@@ -295,8 +299,12 @@ class WriterAgent:
         for sq in plan.subqueries:
             if sq.id in best_for and best_for[sq.id][1] not in chosen:
                 chosen.append(best_for[sq.id][1])
+        # A hop's or side's sentence that does not answer the question by itself links the chain ("The film starred
+        # Lena Marwick." before "Marwick served as Harbour Commissioner."): it is quoted beside the sentences that
+        # answer, not instead of one of them. `max_sentences` bounds the answering sentences.
+        room = self.max_sentences + sum(question_score[i] < self.answers_from for i in chosen[1:])
         for index in by_question:
-            if len(chosen) >= self.max_sentences:
+            if len(chosen) >= room:
                 break
             if index not in chosen and question_score[index] >= self.answers_from:
                 chosen.append(index)
@@ -304,9 +312,9 @@ class WriterAgent:
         # ranked that passage first for the question, though none of its sentences alone clears the bar ("We aim to
         # release every 1-2 months." scores 0.08 for "How often do they put out a new release?").
         lead = scored.question_lead
-        if lead is not None and lead not in chosen and len(chosen) < self.max_sentences:
+        if lead is not None and lead not in chosen and len(chosen) < room:
             chosen.append(lead)
-        chosen = chosen[: self.max_sentences]
+        chosen = chosen[:room]
         chosen.sort(key=lambda i: (candidates[i].source_number, candidates[i].position))
         # Quoted as scored: "Brenton County: Its county seat is Harrowgate." says what "Its" is about; a source's
         # next quoted sentence goes without the title again, so a passage's sentences read on as they were written.
