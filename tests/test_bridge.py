@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from dagrag.agents.rule_planner import find_comparison
 from dagrag.agents.searcher import SearchHits, SearchRequest
+from dagrag.core.language import ENGLISH
 from dagrag.core.names import NAME_CONNECTORS, NO_NAMES, KnownNames, marked_spans, name_key, names_of_page
 from dagrag.work_flows.hopping.bridge import (
     bridge_entities,
@@ -113,6 +116,17 @@ def test_the_parents_title_is_a_candidate_when_the_question_does_not_name_it():
 ])
 def test_the_opening_clause_is_what_the_question_asks_up_to_its_first_relative_clause(question, clause):
     assert opening_clause(question) == clause
+
+
+def test_the_hop_reads_a_question_with_the_word_lists_of_the_language_it_is_given():
+    # Another language is another `Language`: here one without clause openers or name openers. The whole question is
+    # then one clause, and "The" stays part of the name it opens.
+    bare = replace(ENGLISH, clause_openers=frozenset(), name_openers=frozenset())
+    question = "Who was in charge of the state where Shringarpur is located?"
+    assert opening_clause(question) == "Who was in charge of the state"
+    assert opening_clause(question, language=bare) == question
+    assert named_spans("The Harrowgate Players staged it.", "", 3) == ["Harrowgate Players"]
+    assert named_spans("The Harrowgate Players staged it.", "", 3, language=bare) == ["The Harrowgate Players"]
 
 
 def test_phrased_queries_ask_the_opening_clause_about_each_entity_without_the_names_the_question_gives():

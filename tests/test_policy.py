@@ -10,6 +10,7 @@ import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from dagrag import Settings
+from dagrag.core.language import ENGLISH
 from dagrag.core.names import names_all
 from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan
 from dagrag.core.result import SentenceCheck, Source, SubqueryReport, Verification
@@ -121,6 +122,14 @@ def test_a_hop_searches_each_entity_its_parents_best_page_names():
     assert all(v.request.top_k == 3 and "{" not in v.request.text for v in variants)
     shirley = next(v for v in variants if "Shirley Temple" in (v.entity or ""))
     assert shirley.request.text.startswith(f"{shirley.entity} ") and "government" in shirley.request.text
+
+
+def test_the_hop_strategy_searches_in_the_language_it_is_given():
+    run = bridge_run()
+    run.ranked["s1"] = [node("Salt and Ember", "The Harrowgate Players staged it in 1946.")]
+    bare = DocumentHops(POLICY, replace(ENGLISH, name_openers=frozenset()))
+    assert "Harrowgate Players" in {v.entity for v in HOPS.searches(run, run.plan.subqueries[1], 1)}
+    assert "The Harrowgate Players" in {v.entity for v in bare.searches(run, run.plan.subqueries[1], 1)}
 
 
 @pytest.mark.parametrize(("second_page_score", "widened"), [(0.6, True), (0.002, False)])

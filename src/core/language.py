@@ -62,6 +62,13 @@ class Language:
 
     Names:
     - `not_names`: capitalised words that name nothing on their own (sentence openers, months, nationalities).
+    - `name_openers`: words, as capitalised, that open a run of capitalised words without being part of the name
+      ("*The* Siege of Harrow Vale", "*In* Vellmark"); case matters.
+
+    Clauses (the bridge hop reads a question clause by clause):
+    - `clause_openers`: words that open a relative clause ("the country *in which* the hero ... is stranded").
+    - `dangling_words`: words a clause may end with once its names are gone ("the lyrics *of*"), dropped.
+    - `possessive`: the possessive ending as a regex ("Marwick*'s*"), dropped from a name.
     """
 
     comparison_forms: tuple[re.Pattern[str], ...]
@@ -83,6 +90,10 @@ class Language:
     kind_words: frozenset[str] = frozenset()
     pronouns: tuple[tuple[str, str], ...] = ()
     not_names: frozenset[str] = frozenset()
+    name_openers: frozenset[str] = frozenset()
+    clause_openers: frozenset[str] = frozenset()
+    dangling_words: frozenset[str] = frozenset()
+    possessive: str = _NEVER
     max_side_words: int = 8
 
     # Mappings are fields as tuples of pairs, so a Language stays hashable and comparable like any frozen dataclass
@@ -136,6 +147,34 @@ class Language:
         kind = rf"(?:(?:{_alternation(self.kind_words, longest_first=True)})\s+)?" if self.kind_words else ""
         return re.compile(rf"\bthe\s+({relation})\s+of\s+(?:the\s+)?{kind}(.+?)\s+or\s+the\s+\1\s+of\s+"
                           rf"(?:the\s+)?{kind}(.+?)\s*\??$", re.IGNORECASE)
+
+
+    @cached_property
+    def name_opener(self) -> re.Pattern[str]:
+        """A word of `name_openers` and the space after it, at the start of a span."""
+        return re.compile(rf"^(?:{_alternation(self.name_openers, longest_first=True)})\s+")
+
+    @cached_property
+    def clause_break(self) -> re.Pattern[str]:
+        """Where one clause of a question ends and the next begins: a comma, semicolon or colon, or a clause opener
+        ("Which region of the country, in which the hero of the novel ... is stranded, is Dunmere in?")."""
+        return re.compile(rf"[,;:]|\b(?:{_alternation(self.clause_openers, longest_first=True)})\b", re.IGNORECASE)
+
+    @cached_property
+    def dangling_end(self) -> re.Pattern[str]:
+        """The dangling words and punctuation a clause ends with ("Who wrote the lyrics of ... and" → "... lyrics")."""
+        return re.compile(rf"(?:\s+(?:{_alternation(self.dangling_words, longest_first=True)}))*[\s?.!'’]*$",
+                          re.IGNORECASE)
+
+    @cached_property
+    def possessive_mark(self) -> re.Pattern[str]:
+        """A possessive ending, or a bare apostrophe, before a word boundary, anywhere."""
+        return re.compile(rf"(?:{self.possessive}|['’])\b")
+
+    @cached_property
+    def possessive_end(self) -> re.Pattern[str]:
+        """A possessive ending at the end of a name."""
+        return re.compile(rf"(?:{self.possessive})$")
 
 
 def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -211,4 +250,9 @@ ENGLISH = Language(
         """the a an in on at by he she it they his her its their this that these there after before during when
         while however also born american british english french german italian spanish canadian australian
         january february march april may june july august september october november december"""),
+    name_openers=_words("The A An In On At By For From After Before During Since His Her Its Their This That These "
+                        "It He She"),
+    clause_openers=_words("which where who whom whose that when while"),
+    dangling_words=_words("and or of the for in by to a an"),
+    possessive=r"['’]s",
 )

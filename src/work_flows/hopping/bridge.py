@@ -26,14 +26,6 @@ from ...core.text import content_words, unexplained_words
 # A quoted title, or a run of name words that connectors may join ("Salt and Ember", "Siege of Harrow Vale").
 _NAMED_SPAN = re.compile(
     rf"\"([^\"]{{2,80}})\"|“([^”]{{2,80}})”|({NAME_WORD}(?:\s+(?:{CONNECTOR}\s+)*{NAME_WORD})*)")
-_LEADING_FUNCTION_WORD = re.compile(
-    r"^(?:The|A|An|In|On|At|By|For|From|After|Before|During|Since|His|Her|Its|Their|This|That|These|It|He|She)\s+")
-# Where one clause of a question ends and the next begins: "Which region of the country, in which the hero of
-# the novel ... is stranded, is Dunmere in?" Each relative clause describes another thing of the chain.
-CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:which|where|who|whom|whose|that|when|while)\b", re.IGNORECASE)
-_POSSESSIVE = re.compile(r"['’]s?\b")
-# What a clause ends with once its names are gone ("Who wrote the lyrics of Paper Lanterns ... and" → "... lyrics of").
-_DANGLING = re.compile(r"(?:\s+(?:and|or|of|the|for|in|by|to|a|an))*[\s?.!'’]*$", re.IGNORECASE)
 _TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 # A fenced code block, closed by the same fence or by the end of the passage (a chunk may end inside one).
 _FENCED_CODE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})[^\n]*(?:\n.*?(?:^[ ]{0,3}\1[ \t]*$|\Z)|\Z)",
@@ -53,7 +45,7 @@ def named_spans(passage: str, known: str, limit: int, *, language: Language = EN
     spans: list[str] = []
     for match in _NAMED_SPAN.finditer(passage):
         quoted, curly_quoted, capitalised = match.groups()
-        span = (quoted or curly_quoted or _LEADING_FUNCTION_WORD.sub("", capitalised or "")).strip(" .,;:'’-")
+        span = (quoted or curly_quoted or language.name_opener.sub("", capitalised or "")).strip(" .,;:'’-")
         words = content_words(span)
         if not words or all(w in known_words for w in words):
             continue
@@ -96,16 +88,17 @@ def bridge_queries(child_text: str, parent_title: str, parent_passage: str, ques
             for e in bridge_entities(parent_title, parent_passage, question, limit, language=language, known=known)]
 
 
-def clause_breaks(question: str) -> list[re.Match[str]]:
-    """Where the question's clauses meet (`CLAUSE_BREAK`). A break with no content word before it is the
-    question's own wh-word ("When was ...", "To which group ..."), not the start of another clause."""
-    return [b for b in CLAUSE_BREAK.finditer(question) if content_words(question[:b.start()])]
+def clause_breaks(question: str, *, language: Language = ENGLISH) -> list[re.Match[str]]:
+    """Where the question's clauses meet (`Language.clause_break`): each relative clause describes another thing
+    of the chain. A break with no content word before it is the question's own wh-word ("When was ...", "To which
+    group ..."), not the start of another clause."""
+    return [b for b in language.clause_break.finditer(question) if content_words(question[:b.start()])]
 
 
-def opening_clause(question: str) -> str:
+def opening_clause(question: str, *, language: Language = ENGLISH) -> str:
     """The question up to its first clause break, as written: what it asks ("Who governed the province",
     from "... the province where Tallowmere is located?")."""
-    breaks = clause_breaks(question)
+    breaks = clause_breaks(question, language=language)
     return question[:breaks[0].start()].strip() if breaks else question.strip()
 
 
@@ -114,11 +107,11 @@ def phrased_queries(parent_title: str, parent_passage: str, question: str, limit
     """One query per candidate bridge entity, each with the question's opening clause as written, less the
     names the question gives ("Veloria Who governed the country is located"): the names describe
     the hops before, and the entity stands in for them."""
-    clause = opening_clause(question)
+    clause = opening_clause(question, language=language)
     wh_word = re.match(r"\W*\w+", clause)
     start = wh_word.end() if wh_word else 0  # "Who was ...": the first word is no name
     rest = _NAMED_SPAN.sub(lambda m: " " if content_words(m.group(0)) else m.group(0), clause[start:])
-    rest = _DANGLING.sub("", _POSSESSIVE.sub("", rest))
+    rest = language.dangling_end.sub("", language.possessive_mark.sub("", rest))
     clause = " ".join(f"{clause[:start]} {rest}".split())
     return [BridgeQuery(entity=e, text=f"{e} {clause}".strip())
             for e in bridge_entities(parent_title, parent_passage, question, limit, language=language, known=known)]

@@ -35,11 +35,11 @@ chain. Off with BRIDGE_DEEPER_HOPS=false.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from llama_index.core.schema import NodeWithScore
 
+from ...core.language import ENGLISH, Language
 from ...core.names import NO_NAMES, KnownNames
 from ...core.plan import PARENT_REFERENCE, ExecutedPlan, Hints, SubQuery, layer_plan, parent_references
 from ...core.sources import passage_text
@@ -50,7 +50,6 @@ from .bridge import bridge_queries, clause_breaks, named_spans, phrased_queries,
 from .skip import bridge_parent, passages_handed_over
 
 NAME_SPANS_LIMIT = 12  # a question names a handful of things
-POSSESSIVE = re.compile(r"['’]s$")
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def _best_passages(policy: RetrievalPolicy, run: QueryRun, ids: list[str]) -> di
     return {sq_id: handed[sq_id][0] for sq_id in ids if handed.get(sq_id)}
 
 
-def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
+def next_hop(policy: RetrievalPolicy, run: QueryRun, *, language: Language = ENGLISH) -> Deepening | None:
     """After the chain's last searched layer: the next hop and why, a stop worth noting, or None (nothing to say)."""
     if not policy.bridge_deeper_hops or run.path != "dag" or run.partial_reason is not None:
         return None
@@ -102,14 +101,15 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     best_hits = _best_passages(policy, run, chain)
     best = {sq_id: passage_text(hit) for sq_id, hit in best_hits.items()}
     titles = {sq_id: _title(hit) for sq_id, hit in best_hits.items()}
-    left_before = words_left(run.plan, earlier, best, restart_of(run.plan, earlier, best, titles))
+    left_before = words_left(run.plan, earlier, best, restart_of(run.plan, earlier, best, titles, language=language),
+                             language=language)
     gain = [w for w in left_before if last in best and not unexplained_words(w, [best[last]])]
     report = run.reports[last]
     hop_of_last = next(sq for sq in run.plan.subqueries if sq.id == last)
     parent_best = passages_handed_over(policy, run).get(earlier[-1], [])[:1]
     followed = len(chain) == 2 or not parent_best or followed_parent(
         run.rewritten.get(last, hop_of_last.text), run.searched_as.get(last), parent_best[0], question,
-        policy.bridge_max_entities, run.known_names)
+        policy.bridge_max_entities, run.known_names, language=language)
     # The last hop moved the chain: it reached a page, from the previous hop's own page, that explains something new.
     moved = report.status == "covered" and bool(gain) and followed
     notes: list[str] = []
@@ -124,10 +124,10 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
                else f"its best passage was found by {run.searched_as.get(last)!r}, a search from a page other "
                     f"than {earlier[-1]}'s best ({_title(parent_best[0])!r}), which the chain does not lead to")
         notes.append(f"{last} added nothing: {why}; none of its passages went to the writer")
-    restart = restart_of(run.plan, chain, best, titles)
-    left = words_left(run.plan, chain, best, restart)
+    restart = restart_of(run.plan, chain, best, titles, language=language)
+    left = words_left(run.plan, chain, best, restart, language=language)
     searched_names = {name for sq in run.plan.subqueries for name in sq.hints.must_include}
-    name = unexplained_name(question, left, searched=searched_names)
+    name = unexplained_name(question, left, searched=searched_names, language=language)
     hop_id = _free_id(run.plan)
     missing = ", ".join(left)
     hop: SubQuery | None = None
@@ -141,7 +141,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun) -> Deepening | None:
     elif left and name is not None:
         # The chain stopped moving, but the question names something no kept page explains ("... is Dunmere
         # in?"): that thing's own page is missing, and a search for the name is what is left to try.
-        rest = [w for w in name_search_words(question, name) if w in set(left)]
+        rest = [w for w in name_search_words(question, name, language=language) if w in set(left)]
         hop = SubQuery(id=hop_id, text=" ".join([name, *rest]), parents=[last], hints=Hints(must_include=[name]),
                        role="hop")
         notes.append(f"{hop_id} added: the question names {name!r}, which none of the kept pages explains "
@@ -162,7 +162,7 @@ def _title(hit: NodeWithScore) -> str:
 
 
 def followed_parent(searched_text: str, searched_as: str | None, parent_best: NodeWithScore, question: str,
-                    max_entities: int, known: KnownNames = NO_NAMES) -> bool:
+                    max_entities: int, known: KnownNames = NO_NAMES, *, language: Language = ENGLISH) -> bool:
     """Whether the hop's best passage was found by one of the bridge searches from its parent's best passage (the
     page the chain reached and the writer is handed), given the text the hop was searched with (a resolver's
     rewrite, or its own), the query behind its best passage (`run.searched_as`) and the parent's best passage.
@@ -175,15 +175,15 @@ def followed_parent(searched_text: str, searched_as: str | None, parent_best: No
     if searched_as is None or not parent_references(searched_text):
         return True
     queries = [*bridge_queries(searched_text, _title(parent_best), parent_best.node.get_content(), question,
-                               max_entities, known=known),
+                               max_entities, known=known, language=language),
                *phrased_queries(_title(parent_best), parent_best.node.get_content(), question, max_entities,
-                                known=known)]
+                                known=known, language=language)]
     fallback = " ".join(f"{_title(parent_best)} {PARENT_REFERENCE.sub(' ', searched_text)}".split())
     return searched_as in {query.text for query in queries} | {fallback}
 
 
-def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], restart: tuple[str, str] | None
-               ) -> list[str]:
+def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], restart: tuple[str, str] | None, *,
+               language: Language = ENGLISH) -> list[str]:
     """The question's content words still to find after `chain` (`best`: each hop's best passage, if it has one):
     those on none of the chain's pages and, once a hop has searched a name the question gives and found its
     page (`restart`: that hop and the name, from `restart_of`), those of the name's clauses (`name_search_words`)
@@ -199,18 +199,20 @@ def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], resta
     if restart is not None:
         hop_id, name = restart
         since = [sq_id for sq_id in chain[chain.index(hop_id):] if sq_id in best]
-        left |= set(unexplained_words(" ".join(name_search_words(question, name)), [best[sq_id] for sq_id in since]))
+        left |= set(unexplained_words(" ".join(name_search_words(question, name, language=language)),
+                                      [best[sq_id] for sq_id in since]))
     return [word for word in dict.fromkeys(content_words(question)) if word in left]
 
 
-def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], titles: dict[str, str]
-               ) -> tuple[str, str] | None:
+def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], titles: dict[str, str], *,
+               language: Language = ENGLISH) -> tuple[str, str] | None:
     """The chain's last hop after the first that searched a name the question gives and found a page (one in
     `best`), with that name; or None. Such a hop is a name search (the name in `Hints.must_include`, no `{sN}`),
     or a deeper hop whose own words hold the name and whose best page (`titles`) is the name's page ("{s2}
     predated korvin" found Korvin's page). The generic s2 is never one: it searches the whole question."""
     hops = {sq.id: sq for sq in plan.subqueries}
-    names = [POSSESSIVE.sub("", span) for span in named_spans(plan.query, "", NAME_SPANS_LIMIT)]
+    names = [language.possessive_end.sub("", span)
+             for span in named_spans(plan.query, "", NAME_SPANS_LIMIT, language=language)]
     for index in range(len(chain) - 1, 0, -1):
         hop = hops.get(chain[index])
         if hop is None or hop.id not in best:
@@ -226,7 +228,7 @@ def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], title
     return None
 
 
-def name_search_words(question: str, name: str) -> list[str]:
+def name_search_words(question: str, name: str, *, language: Language = ENGLISH) -> list[str]:
     """The content words of `question` to search a name it gives with, the name's own words left out: those of
     the question's opening clause (what is asked: "Which region of the country") and of the clause that holds
     the name ("..., is Dunmere in?"), in the question's order; every content word but the name's when the name
@@ -237,7 +239,7 @@ def name_search_words(question: str, name: str) -> list[str]:
     at = question.find(name)
     if at < 0:
         return [w for w in content_words(question) if w not in name_words]
-    breaks = clause_breaks(question)
+    breaks = clause_breaks(question, language=language)
     opening_end = breaks[0].start() if breaks else len(question)
     start = max([0, *(b.end() for b in breaks if b.end() <= at)])
     end = min([len(question), *(b.start() for b in breaks if b.start() >= at + len(name))])
@@ -253,14 +255,14 @@ def _free_id(plan: ExecutedPlan) -> str:
     return f"s{number}"
 
 
-def unexplained_name(question: str, left: list[str], *, searched: set[str] | frozenset[str] = frozenset()
-                     ) -> str | None:
+def unexplained_name(question: str, left: list[str], *, searched: set[str] | frozenset[str] = frozenset(),
+                     language: Language = ENGLISH) -> str | None:
     """The first name the question gives ("Dunmere", "Paper Lanterns") whose words are all among `left`, the words
     no kept page explains, and that no hop has searched yet; a capitalised first word is a sentence opener
     ("Besides ..."), not a name."""
     missing = set(left)
-    for span in named_spans(question, "", NAME_SPANS_LIMIT):
-        name = POSSESSIVE.sub("", span)
+    for span in named_spans(question, "", NAME_SPANS_LIMIT, language=language):
+        name = language.possessive_end.sub("", span)
         words = content_words(name)
         opener = question.startswith(span) and len(words) == 1
         if words and not opener and set(words) <= missing and name not in searched:

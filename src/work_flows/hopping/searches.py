@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from llama_index.core.schema import NodeWithScore
 
+from ...core.language import ENGLISH, Language
 from ...core.names import Place, code_names, headed_by, names_all, opening
 from ...core.plan import SubQuery, parent_references, resolve_references
 from ...core.search import SearchHits, SearchRequest
@@ -43,7 +44,8 @@ def _title(hit: NodeWithScore) -> str:
     return str(hit.node.metadata.get("title", ""))
 
 
-def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, attempt: int) -> list[Variant]:
+def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, attempt: int, *,
+                      language: Language = ENGLISH) -> list[Variant]:
     """The searches a subquery runs on its `attempt`-th try: one, or one per candidate bridge entity for a hop.
 
     A retry (attempt > 1) widens: top_k grows by SUBQUERY_TOPK_STEP, the text gains the hints'
@@ -82,8 +84,9 @@ def subquery_searches(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, atte
     for rank, parent_hit in enumerate(parent_pages):
         page = (_title(parent_hit), parent_hit.node.get_content(), run.plan.query, policy.bridge_max_entities)
         known = run.known_names
-        phrased = phrased_queries(*page, known=known) if attempt > 1 and rank == 0 and asks_the_question else []
-        keyword = bridge_queries(child, *page, known=known)
+        phrased = (phrased_queries(*page, known=known, language=language)
+                   if attempt > 1 and rank == 0 and asks_the_question else [])
+        keyword = bridge_queries(child, *page, known=known, language=language)
         for query, rescores in [*((q, True) for q in phrased), *((q, False) for q in keyword)]:
             if all(v.request.text != query.text for v in variants):
                 variants.append(Variant(sq.id, replace(request, text=query.text), entity=query.entity,

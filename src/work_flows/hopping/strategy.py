@@ -8,8 +8,9 @@ whether a hop hands over its passages (`holds_back`), and what the strategy did,
 
 `DocumentHops` is the default: every hop searches what its parent's passages contain (`bridge.py`, `searches.py`),
 runs only when the question needs it (`skip.py`), and a chain grows while the question still needs a page
-(`deeper.py`). Another strategy (one that never hops, or one another language's word lists drive) is any object
-with these methods, passed to `QueryWorkflow(hops=...)`.
+(`deeper.py`). It reads questions in a `Language` (`core/language.py`, English by default): another language is
+`DocumentHops(policy, language)`, not an edit here. Another strategy (one that never hops, say) is any object with
+these methods, passed to `QueryWorkflow(hops=...)`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Protocol
 
 from llama_index.core.schema import NodeWithScore
 
+from ...core.language import ENGLISH, Language
 from ...core.plan import ExecutedPlan, SubQuery
 from ...core.search import SearchHits
 from ..policy import RetrievalPolicy, parents_kept, pool_size
@@ -60,16 +62,18 @@ class HopStrategy(Protocol):
 
 
 class DocumentHops:
-    """The default: hops that follow the documents, with the knobs of the run's `RetrievalPolicy`."""
+    """The default: hops that follow the documents, with the knobs of the run's `RetrievalPolicy`, reading questions
+    and passages in `language` (its word lists: what opens a name or a clause, what a clause may end with)."""
 
-    def __init__(self, policy: RetrievalPolicy) -> None:
+    def __init__(self, policy: RetrievalPolicy, language: Language = ENGLISH) -> None:
         self.policy = policy
+        self.language = language
 
     def skip_reason(self, run: QueryRun, subquery: SubQuery) -> str | None:
         return skip_reason(self.policy, run, subquery)
 
     def searches(self, run: QueryRun, subquery: SubQuery, attempt: int) -> list[Variant]:
-        return subquery_searches(self.policy, run, subquery, attempt)
+        return subquery_searches(self.policy, run, subquery, attempt, language=self.language)
 
     def pool(self, run: QueryRun, subquery: SubQuery, variants: Sequence[Variant],
              hits: Sequence[SearchHits | BaseException], attempt: int) -> list[PooledCandidate]:
@@ -78,7 +82,7 @@ class DocumentHops:
                                title_boost=self.policy.bridge_title_boost, question=run.plan.query)
 
     def next_hop(self, run: QueryRun) -> Deepening | None:
-        return next_hop(self.policy, run)
+        return next_hop(self.policy, run, language=self.language)
 
     def handed_over(self, run: QueryRun) -> dict[str, list[NodeWithScore]]:
         return passages_handed_over(self.policy, run)
