@@ -249,7 +249,7 @@ class WriterAgent:
                 chosen.add(candidate.position)
         shown = []
         for n, source in enumerate(sources, start=1):
-            sentences = [shown for _, shown in written_sentences(source.text)]
+            sentences = [as_shown for _, as_shown in written_sentences(source.text)]
             text = excerpt(sentences, picked.get(n, set())) if sentences else source.text
             shown.append(source.model_copy(update={"text": text or source.text}))
         return shown
