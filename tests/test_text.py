@@ -138,11 +138,22 @@ That is all."""
 
 def test_a_code_block_or_table_in_a_sentence_keeps_its_lines_and_stands_apart() -> None:
     written = split_sentences_as_written(CODE_AND_TABLE)
-    assert [sentence for sentence, _ in written] == split_sentences(CODE_AND_TABLE)
-    assert written[0][1] == ("Defining slots by hand is tedious; with attrs it is just:\n\n"
-                             "```python\n@define\nclass Coordinates:\n    x: int\n```\n\n"
-                             "It sets `slots=True` by default.")
-    assert written[1][1] == "The options are:\n\nOption | Default\n------ | -------\n`a`    | `True`\n\nThat is all."
+    assert [shown for _, shown in written] == [
+        "Defining slots by hand is tedious; with attrs it is just:\n\n"
+        "```python\n@define\nclass Coordinates:\n    x: int\n```",
+        "It sets `slots=True` by default.",  # Punkt ran it on after the block; the closing fence ends a sentence
+        "The options are:\n\nOption | Default\n------ | -------\n`a`    | `True`\n\nThat is all."]
+
+
+def test_no_sentence_starts_inside_a_code_block_and_prose_after_one_starts_anew() -> None:
+    cut = "Run this:\n\n```\nmake all. Then make install\n```\n\nIt takes a minute. Then run it."
+    assert split_sentences(cut)[:2] == ["Run this: ``` make all.", "Then make install ``` It takes a minute."]
+    assert split_sentences_as_written(cut) == [
+        ("Run this: ``` make all. Then make install ```", "Run this:\n\n```\nmake all. Then make install\n```"),
+        ("It takes a minute.", "It takes a minute."), ("Then run it.", "Then run it.")]
+    # A sentence that goes on in lower case after the block stays one sentence.
+    going_on = "The output is\n\n```\nok\n```\n\nwhich means it passed."
+    assert [s for s, _ in split_sentences_as_written(going_on)] == ["The output is ``` ok ``` which means it passed."]
 
 
 def test_prose_and_block_lines_are_cleaned_each_their_own_way() -> None:
@@ -151,10 +162,10 @@ def test_prose_and_block_lines_are_cleaned_each_their_own_way() -> None:
     assert "\nx: int\n" in written[0][1]  # the block's lines, stripped by `block_line`, not upper-cased
 
 
-def test_a_sentence_cut_inside_a_block_and_an_unclosed_fence_are_shown_as_split() -> None:
-    cut = "Run this:\n\n```\nmake all. Then make install\n```\n"
+def test_a_sentence_cut_inside_a_table_and_an_unclosed_fence_are_shown_as_split() -> None:
+    cut = "See the table.\n\nName | Value\n--|--\nAda wrote it. Then | 1\n"
+    assert len(split_sentences(cut)) == 3  # Punkt ends a sentence inside the table's row
     assert all(shown == sentence for sentence, shown in split_sentences_as_written(cut))
-    assert len(split_sentences(cut)) == 2  # Punkt ends a sentence inside the block
     assert block_lines("Text.\n```python\nno closing fence") is None
     assert split_sentences_as_written("Text.\n```python\nx = 1. Y") == [
         (s, s) for s in split_sentences("Text.\n```python\nx = 1. Y")]
@@ -171,7 +182,7 @@ def test_block_lines_marks_fences_and_tables_only() -> None:
 def test_as_written_differs_from_the_split_sentence_only_in_whitespace(parts: list[str]) -> None:
     text = " ".join(parts)
     written = split_sentences_as_written(text)
-    assert [sentence for sentence, _ in written] == split_sentences(text)
+    assert " ".join(sentence for sentence, _ in written) == " ".join(split_sentences(text))  # the same words, in order
     assert all(" ".join(shown.split()) == sentence for sentence, shown in written)
 
 

@@ -188,13 +188,15 @@ def block_lines(text: str) -> list[bool] | None:
 
 def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.strip,
                                block_line: Callable[[str], str] = str.rstrip) -> list[tuple[str, str]]:
-    """`split_sentences(text)`, each sentence beside its text as written: a fenced code block or a pipe table
-    inside it keeps its lines and stands apart by blank lines (so Markdown shows it as a block: collapsed onto one
-    line, code and tables cannot be read), all other whitespace collapsed as `split_sentences` does. `prose` is
-    applied to each run of prose (collapsed), `block_line` to each line of a block.
+    """The sentences of `text`, each beside its text as written: a fenced code block or a pipe table inside it
+    keeps its lines and stands apart by blank lines (so Markdown shows it as a block: collapsed onto one line, code
+    and tables cannot be read), all other whitespace collapsed as `split_sentences` does. `prose` is applied to each
+    run of prose (collapsed), `block_line` to each line of a block.
 
-    A sentence that begins or ends inside a block, or any sentence of a text whose fences do not pair, is written
-    as `prose` of the sentence. The sentences themselves (what is scored) are `split_sentences`'s, unchanged.
+    The sentences are `split_sentences`'s, cut along the fenced code blocks (`_code_bounded`): none starts inside a
+    block (Punkt reads "make all. Then" in code as a sentence end), and the prose after a block's closing fence
+    starts a sentence of its own, unless it goes on in lower case. A sentence that begins or ends inside a table,
+    or any sentence of a text whose fences do not pair, is written as `prose` of the sentence.
     """
     sentences = split_sentences(text)
     marks = block_lines(text)
@@ -208,24 +210,24 @@ def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.s
     token_line = [bisect.bisect_right(line_starts, token.start()) - 1 for token in tokens]
     # A block is a run of marked lines; each token belongs to one block (by its first line) or to none.
     block_of_line: list[int | None] = []
+    fenced: set[int] = set()
     block = -1
     for number, marked in enumerate(marks):
         if marked and not (number and marks[number - 1]):
             block += 1
+            if _FENCE.match(lines[number]):
+                fenced.add(block)
         block_of_line.append(block if marked else None)
     token_block = [block_of_line[line] for line in token_line]
-    collapsed = " ".join(token.group() for token in tokens)
+    words = [token.group() for token in tokens]
+    starts = _sentence_starts(sentences, words)
+    if starts is None:  # the sentences are not the text's tokens in order (never expected): as split
+        return [(sentence, prose(sentence)) for sentence in sentences]
+    starts = _code_bounded(starts, words, token_block, fenced)
     written: list[tuple[str, str]] = []
-    cursor = 0
-    for sentence in sentences:
-        at = collapsed.find(sentence, cursor)
-        if at < 0:  # not a span of the text (never expected): as split
-            written.append((sentence, prose(sentence)))
-            continue
-        cursor = at + len(sentence)
-        first = collapsed.count(" ", 0, at)
-        last = first + sentence.count(" ")  # the sentence's last token
-        if (at and collapsed[at - 1] != " ") or not _whole_blocks(token_block, first, last):
+    for first, end in zip(starts, [*starts[1:], len(words)]):
+        sentence, last = " ".join(words[first:end]), end - 1
+        if not _whole_blocks(token_block, first, last):
             written.append((sentence, prose(sentence)))
             continue
         pieces = _pieces(lines, tokens, token_block, token_line, first, last)
@@ -233,6 +235,36 @@ def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.s
             "\n".join(block_line(line) for line in piece.split("\n")) if is_block else prose(piece)
             for piece, is_block in pieces)))
     return written
+
+
+def _sentence_starts(sentences: list[str], words: list[str]) -> list[int] | None:
+    """The index of each sentence's first word among `words`, or None unless the sentences are exactly the words in
+    order (as `split_sentences` cuts a text: every word in one sentence)."""
+    starts: list[int] = []
+    at = 0
+    for sentence in sentences:
+        own = sentence.split(" ")
+        if words[at:at + len(own)] != own:
+            return None
+        starts.append(at)
+        at += len(own)
+    return starts if at == len(words) else None
+
+
+def _code_bounded(starts: list[int], words: list[str], token_block: list[int | None], fenced: set[int]) -> list[int]:
+    """Sentence starts (word indexes) cut along fenced code blocks: no sentence starts inside one (its lines are
+    code, not prose with sentence ends), and one starts right after one's closing fence unless the next word is
+    lower case (the sentence goes on: "... the output ``` which ...")."""
+    def inside(index: int) -> bool:
+        return token_block[index] in fenced and token_block[index - 1] == token_block[index]
+
+    kept = {start for start in starts if not (start and inside(start))}
+    for index in range(1, len(words)):
+        closed = token_block[index - 1] in fenced and token_block[index] != token_block[index - 1]
+        opening = _SENTENCE_OPENING.match(words[index])
+        if closed and not (opening and opening.group(1).islower()):
+            kept.add(index)
+    return sorted(kept)
 
 
 def _whole_blocks(token_block: list[int | None], first: int, last: int) -> bool:
