@@ -193,10 +193,9 @@ def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.s
     and tables cannot be read), all other whitespace collapsed as `split_sentences` does. `prose` is applied to each
     run of prose (collapsed), `block_line` to each line of a block.
 
-    The sentences are `split_sentences`'s, cut along the fenced code blocks (`_code_bounded`): none starts inside a
-    block (Punkt reads "make all. Then" in code as a sentence end), and the prose after a block's closing fence
-    starts a sentence of its own, unless it goes on in lower case. A sentence that begins or ends inside a table,
-    or any sentence of a text whose fences do not pair, is written as `prose` of the sentence.
+    The sentences are `split_sentences`'s, with none starting inside a fenced code block (`_code_bounded`: Punkt
+    reads "make all. Then" in code as a sentence end). A sentence that begins or ends inside a table, or any
+    sentence of a text whose fences do not pair, is written as `prose` of the sentence.
     """
     sentences = split_sentences(text)
     marks = block_lines(text)
@@ -223,7 +222,7 @@ def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.s
     starts = _sentence_starts(sentences, words)
     if starts is None:  # the sentences are not the text's tokens in order (never expected): as split
         return [(sentence, prose(sentence)) for sentence in sentences]
-    starts = _code_bounded(starts, words, token_block, fenced)
+    starts = _code_bounded(starts, token_block, fenced)
     written: list[tuple[str, str]] = []
     for first, end in zip(starts, [*starts[1:], len(words)]):
         sentence, last = " ".join(words[first:end]), end - 1
@@ -251,20 +250,11 @@ def _sentence_starts(sentences: list[str], words: list[str]) -> list[int] | None
     return starts if at == len(words) else None
 
 
-def _code_bounded(starts: list[int], words: list[str], token_block: list[int | None], fenced: set[int]) -> list[int]:
-    """Sentence starts (word indexes) cut along fenced code blocks: no sentence starts inside one (its lines are
-    code, not prose with sentence ends), and one starts right after one's closing fence unless the next word is
-    lower case (the sentence goes on: "... the output ``` which ...")."""
-    def inside(index: int) -> bool:
-        return token_block[index] in fenced and token_block[index - 1] == token_block[index]
-
-    kept = {start for start in starts if not (start and inside(start))}
-    for index in range(1, len(words)):
-        closed = token_block[index - 1] in fenced and token_block[index] != token_block[index - 1]
-        opening = _SENTENCE_OPENING.match(words[index])
-        if closed and not (opening and opening.group(1).islower()):
-            kept.add(index)
-    return sorted(kept)
+def _code_bounded(starts: list[int], token_block: list[int | None], fenced: set[int]) -> list[int]:
+    """Sentence starts (word indexes) with none inside a fenced code block: its lines are code, not prose with
+    sentence ends. The prose after a block goes on in the sentence that holds the block, as Punkt read it."""
+    return [start for start in starts
+            if not (start and token_block[start] in fenced and token_block[start - 1] == token_block[start])]
 
 
 def _whole_blocks(token_block: list[int | None], first: int, last: int) -> bool:
