@@ -148,7 +148,6 @@ class Language:
         return re.compile(rf"\bthe\s+({relation})\s+of\s+(?:the\s+)?{kind}(.+?)\s+or\s+the\s+\1\s+of\s+"
                           rf"(?:the\s+)?{kind}(.+?)\s*\??$", re.IGNORECASE)
 
-
     @cached_property
     def name_opener(self) -> re.Pattern[str]:
         """A word of `name_openers` and the space after it, at the start of a span."""
