@@ -143,3 +143,27 @@ def test_the_hop_strategy_reads_the_run_and_the_policy_and_nothing_that_runs_it(
                     if in_hopping(source) and target.startswith("dagrag.work_flows.") and not in_hopping(target)
                     and target not in below)
     assert not upward, "\n".join(upward)
+
+
+def _word_lists(path: Path) -> list[tuple[int, list[str]]]:
+    """The string literals of a module that are lists of lower-case words (ten or more), with their lines."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            words = node.value.split()
+            if len(words) >= 10 and all(w.isalpha() and w.islower() for w in words):
+                found.append((node.lineno, words))
+    return found
+
+
+def test_the_english_word_lists_live_in_the_language_module_only():
+    """Stopwords and the other words a rule reads are a `Language`'s (core/language.py), passed in: a list of mostly
+    English stopwords anywhere else would be a second, fixed English."""
+    from dagrag.core.language import ENGLISH
+
+    home = SRC / "core" / "language.py"
+    assert any(len(set(words) & ENGLISH.stopwords) >= 100 for _, words in _word_lists(home))
+    elsewhere = [f"{path.relative_to(SRC)}:{line}" for path in sorted(SRC.rglob("*.py")) if path != home
+                 for line, words in _word_lists(path)
+                 if sum(w in ENGLISH.stopwords for w in words) * 4 >= len(words) * 3]
+    assert not elsewhere, f"English word lists outside core/language.py: {elsewhere}"

@@ -129,6 +129,18 @@ def test_the_hop_reads_a_question_with_the_word_lists_of_the_language_it_is_give
     assert named_spans("The Harrowgate Players staged it.", "", 3, language=bare) == ["The Harrowgate Players"]
 
 
+def test_a_hop_searches_the_words_its_language_does_not_call_stopwords():
+    # What a hop adds to the entity is the question's content words the parent's passage lacks; which words carry no
+    # meaning is the language's word list, not English's.
+    passage = "Ceelmakoile is a town in the central Hiran region of Somalia."
+    question = "Who was in charge of the country Ceelmakoile is located in?"
+    english = bridge_queries(f"{{s1}} {question}", "Ceelmakoile", passage, question, limit=1)
+    assert [q.text for q in english] == ["Hiran charge country located"]
+    fewer = replace(ENGLISH, stopwords=frozenset({"is", "in"}))
+    searched = bridge_queries(f"{{s1}} {question}", "Ceelmakoile", passage, question, limit=1, language=fewer)
+    assert [q.text for q in searched] == ["Hiran who was charge country located"]  # "of", "the": in the passage
+
+
 def test_phrased_queries_ask_the_opening_clause_about_each_entity_without_the_names_the_question_gives():
     passage = "Ceelmakoile is a town in the central Hiran region of Somalia."
     queries = phrased_queries("Ceelmakoile", passage, "Who was in charge of the country Ceelmakoile is located in?",

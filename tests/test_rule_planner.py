@@ -222,6 +222,12 @@ def test_the_word_lists_come_with_the_language_not_the_planner():
     regisseur = replace(ENGLISH, relation_words=frozenset({"regisseur"}))
     assert texts(earlier, language=regisseur) == ["Salt and Ember film director born date",
                                                   "Paper Lanterns film director born date"]
+    # the stopwords: what is left of a comparison's predicate, and whether a question has enough words for a hop
+    assert texts(older, language=replace(ENGLISH, stopwords=ENGLISH.stopwords - {"who", "is"})) == \
+        ["Mara Vance who born", "Tomas Reyne who born"]
+    short = "Wann wurde die Burg gebaut?"  # "wann", "burg", "gebaut": three content words in English's eyes
+    assert texts(short) == [short, f"{{s1}} {short}"]
+    assert texts(short, language=replace(ENGLISH, stopwords=ENGLISH.stopwords | {"wann", "wurde", "die"})) == [short]
     # the pronouns a follow-up question uses
     german = replace(ENGLISH, pronouns=(("sie", ""), ("ihr", "s")))
     assert rewrite_with_history("Wann wurde sie geboren?", ["Mara Vance schrieb es."], language=german) == \

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..core.language import ENGLISH, Language
 from ..core.names import NO_NAMES, KnownNames, is_connector, is_name_word
 from ..core.plan import Hints, Plan, SubQuery, single_query_plan
-from ..core.text import STOPWORDS, content_words
+from ..core.text import content_words
 
 MAX_NAME_WORDS = 12  # longer, a "name" is a clause the rules misread
 _CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members": the name ends at the comma
@@ -72,8 +72,9 @@ def _clean(name: str) -> str:
 
 
 def _predicate(question: str, entities: tuple[str, ...], language: Language) -> list[str]:
-    entity_words = set(content_words(" ".join(entities)))
-    words = [w for w in content_words(question) if w not in entity_words and w not in language.auxiliaries]
+    entity_words = set(content_words(" ".join(entities), language.stopwords))
+    words = [w for w in content_words(question, language.stopwords)
+             if w not in entity_words and w not in language.auxiliaries]
     not_attributes = language.not_attributes | language.contrast_words
     mapped = [language.attribute_of.get(w, w) for w in words if w not in not_attributes]
     return list(dict.fromkeys(mapped))
@@ -81,7 +82,7 @@ def _predicate(question: str, entities: tuple[str, ...], language: Language) -> 
 
 def _past_opening_words(words: list[str], language: Language, also: frozenset[str] = frozenset()) -> list[str]:
     """Words past a capitalised sentence opener ("What", "Were", and any of `also`): those are no name."""
-    while words and words[0].lower().strip("\"'") in STOPWORDS | language.auxiliaries | also:
+    while words and words[0].lower().strip("\"'") in language.stopwords | language.auxiliaries | also:
         words = words[1:]
     return words
 
@@ -263,10 +264,10 @@ _EDGE_PUNCTUATION = ",.;:!?)("
 _LONGEST_KNOWN_NAME = 5  # words
 
 
-def _hold_known_names(question: str, spans: dict[str, str], known: KnownNames) -> str:
+def _hold_known_names(question: str, spans: dict[str, str], known: KnownNames, language: Language) -> str:
     """The question with each name the collection knows that is not capitalised throughout (`quillpack`,
     `smart_lists`, `quill env create`: the capital-letter rules would miss it) as one name word too, longest first;
-    `spans` gains what each stands for. A name of stopwords alone ("the", "how") is never one."""
+    `spans` gains what each stands for. A name of `language`'s stopwords alone ("the", "how") is never one."""
     if not known:
         return question
     words = question.split()
@@ -278,7 +279,7 @@ def _hold_known_names(question: str, spans: dict[str, str], known: KnownNames) -
             name = " ".join(run).strip(_EDGE_PUNCTUATION)
             trailing = " ".join(run)[len(" ".join(run).rstrip(_EDGE_PUNCTUATION)):]
             if (any(w.startswith("Quoted") for w in run) or all(is_name_word(w) for w in run)
-                    or not content_words(name) or not known.knows(name)):
+                    or not content_words(name, language.stopwords) or not known.knows(name)):
                 continue
             token = f"Quoted{len(spans)}"
             spans[token] = name
@@ -352,7 +353,7 @@ def find_comparison(question: str, language: Language = ENGLISH, known: KnownNam
     """
     held, spans = _hold_quoted(question)
     quoted = set(spans)
-    held = _hold_known_names(held, spans, known)
+    held = _hold_known_names(held, spans, known, language)
     named = set(spans) - quoted
     found = (_comparison_by_form(held, language) or _comparison_of_a_list(held, language)
              or _comparison_with_or(held, language) or _comparison_with_and(held, language)
@@ -395,9 +396,10 @@ def find_bridge_comparison(question: str, language: Language = ENGLISH) -> Bridg
         relation = (link.group(1) or link.group(2)).lower() if link is not None else ""
     if entities is None:
         return None
-    entity_words = set(content_words(" ".join(entities)))
-    words = [w for w in content_words(question) if w not in entity_words and w not in language.auxiliaries
-             and w not in language.kind_words and language.plural_relations.get(w, w) not in language.relation_words
+    entity_words = set(content_words(" ".join(entities), language.stopwords))
+    words = [w for w in content_words(question, language.stopwords) if w not in entity_words
+             and w not in language.auxiliaries and w not in language.kind_words
+             and language.plural_relations.get(w, w) not in language.relation_words
              and w not in language.not_attributes]
     # The mapped attribute ("older" -> "born") is what the related entity's page states; the word as asked
     # stays too, so the hop shares a word with the question (plans are checked for that).
@@ -437,7 +439,7 @@ def plan_offline(question: str, *, enable_dag: bool = True, subquery_max: int = 
     if comparison is not None and len(comparison.entities) > subquery_max:
         comparison = None  # a subquery each would not fit; the question is searched as asked
     if comparison is None:
-        worth_a_hop = bridge and len(content_words(question)) >= BRIDGE_MIN_CONTENT_WORDS
+        worth_a_hop = bridge and len(content_words(question, language.stopwords)) >= BRIDGE_MIN_CONTENT_WORDS
         return bridge_plan(question) if worth_a_hop else single_query_plan(question)
     subqueries = [
         SubQuery(

@@ -60,6 +60,10 @@ class Language:
     - `kind_words`: what kind of thing the compared names are ("film", "album"): not an attribute.
     - `pronouns`: pronoun → what replaces it after a name when a follow-up question is rewritten ("his" → "'s").
 
+    Words:
+    - `stopwords`: lower-case words that carry no meaning of their own ("the", "which", "called"): what is left of a
+      question without them is what a search, a hop and the hop rule read (`core.text.content_words`).
+
     Names:
     - `not_names`: capitalised words that name nothing on their own (sentence openers, months, nationalities).
     - `name_openers`: words, as capitalised, that open a run of capitalised words without being part of the name
@@ -89,6 +93,7 @@ class Language:
     relation_words: frozenset[str] = frozenset()
     kind_words: frozenset[str] = frozenset()
     pronouns: tuple[tuple[str, str], ...] = ()
+    stopwords: frozenset[str] = frozenset()
     not_names: frozenset[str] = frozenset()
     name_openers: frozenset[str] = frozenset()
     clause_openers: frozenset[str] = frozenset()
@@ -245,6 +250,14 @@ ENGLISH = Language(
         shows company companies work works"""),
     pronouns=(("he", ""), ("she", ""), ("it", ""), ("they", ""), ("him", ""), ("them", ""),
               ("his", "'s"), ("her", "'s"), ("its", "'s"), ("their", "'s")),
+    stopwords=_words(
+        """a about above after again against all also am an and any are as at be because been before being below
+        between both but by can could did do does doing down during each few for from further had has have having he
+        her here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
+        now of off on once only or other our ours ourselves out over own same she should so some such than that the
+        their theirs them themselves then there these they this those through to too under until up very was we were
+        what when where which while who whom whose why will with would you your yours yourself yourselves one ones
+        many much whether either neither known called named"""),
     not_names=_words(
         """the a an in on at by he she it they his her its their this that these there after before during when
         while however also born american british english french german italian spanish canadian australian

@@ -11,19 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .language import ENGLISH
+
 if TYPE_CHECKING:
     from nltk.tokenize.punkt import PunktSentenceTokenizer
-
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers herself him himself his how i if in into is it its itself just
-    me more most my myself no nor not now of off on once only or other our ours ourselves out over
-    own same she should so some such than that the their theirs them themselves then there these
-    they this those through to too under until up very was we were what when where which while who
-    whom whose why will with would you your yours yourself yourselves one ones many much whether
-    either neither did does which what whom known called named""".split()
-)
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _LEADING_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
@@ -40,9 +31,9 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(folded.lower())
 
 
-def content_words(text: str) -> list[str]:
-    """Tokens that carry meaning: not stopwords, not single characters."""
-    return [t for t in tokens(text) if t not in STOPWORDS and len(t) > 1]
+def content_words(text: str, stopwords: frozenset[str] = ENGLISH.stopwords) -> list[str]:
+    """Tokens that carry meaning: not `stopwords` (a `Language`'s), not single characters."""
+    return [t for t in tokens(text) if t not in stopwords and len(t) > 1]
 
 
 # Words match on their first five letters: enough to join inflections ("builds"/"builder"/"build",
@@ -50,23 +41,23 @@ def content_words(text: str) -> list[str]:
 MATCHING_LETTERS = 5
 
 
-def unexplained_words(text: str, passages: Sequence[str], *, matching_letters: int | None = MATCHING_LETTERS
-                      ) -> list[str]:
+def unexplained_words(text: str, passages: Sequence[str], *, matching_letters: int | None = MATCHING_LETTERS,
+                      stopwords: frozenset[str] = ENGLISH.stopwords) -> list[str]:
     """The content words of `text` that none of the passages contains, each once, in order: what is left to find.
 
     A word is contained when a passage has it or, with `matching_letters`, a word of at least that many letters
     that begins the same ("environments" ~ "environment"); `None` asks for the word exactly. Whether a document
     explains the question reads inflections as the same word; a hop searches with every word its parent's page
     lacks exactly. One rule for both lost on five benchmark sets (ARCHITECTURE.md, "A bridge hop only when the
-    question needs one")."""
-    vocabulary = set(content_words(" ".join(passages)))
+    question needs one"). Content words are those outside `stopwords` (`content_words`)."""
+    vocabulary = set(content_words(" ".join(passages), stopwords))
     letters = matching_letters or 0
     beginnings = {word[:letters] for word in vocabulary if len(word) >= letters} if letters else set()
 
     def explained(word: str) -> bool:
         return word in vocabulary or (len(word) >= letters and word[:letters] in beginnings)
 
-    return list(dict.fromkeys(word for word in content_words(text) if not explained(word)))
+    return list(dict.fromkeys(word for word in content_words(text, stopwords) if not explained(word)))
 
 
 def has_control_chars(text: str) -> bool:

@@ -41,12 +41,12 @@ class BridgeQuery:
 def named_spans(passage: str, known: str, limit: int, *, language: Language = ENGLISH) -> list[str]:
     """Named spans of `passage` (capitalised runs, quoted titles) that `known` does not already name; a lone word of
     `language.not_names` (a sentence opener, a month) is none."""
-    known_words = set(content_words(known))
+    known_words = set(content_words(known, language.stopwords))
     spans: list[str] = []
     for match in _NAMED_SPAN.finditer(passage):
         quoted, curly_quoted, capitalised = match.groups()
         span = (quoted or curly_quoted or language.name_opener.sub("", capitalised or "")).strip(" .,;:'’-")
-        words = content_words(span)
+        words = content_words(span, language.stopwords)
         if not words or all(w in known_words for w in words):
             continue
         if len(words) == 1 and words[0] in language.not_names:
@@ -71,10 +71,11 @@ def bridge_entities(parent_title: str, parent_passage: str, question: str, limit
     collection has a page or section for (`known`): a hop follows a name to where the collection explains it."""
     title = _TITLE_QUALIFIER.sub("", parent_title)
     text = prose(parent_passage)
-    asked = set(content_words(question))
+    asked = set(content_words(question, language.stopwords))
     spans = [*named_spans(title, question, 1, language=language),
              *named_spans(text, question, limit, language=language),
-             *(s for s in marked_spans(text) if known.knows(s) and not set(content_words(s)) <= asked)]
+             *(s for s in marked_spans(text)
+               if known.knows(s) and not set(content_words(s, language.stopwords)) <= asked)]
     return list(dict.fromkeys(spans))[:limit]
 
 
@@ -83,7 +84,7 @@ def bridge_queries(child_text: str, parent_title: str, parent_passage: str, ques
     """One query per candidate bridge entity (`bridge_entities`), each with the words the passage leaves
     unexplained."""
     rest = " ".join(unexplained_words(PARENT_REFERENCE.sub(" ", child_text), [parent_title, parent_passage],
-                                      matching_letters=None))
+                                      matching_letters=None, stopwords=language.stopwords))
     return [BridgeQuery(entity=e, text=f"{e} {rest}".strip())
             for e in bridge_entities(parent_title, parent_passage, question, limit, language=language, known=known)]
 
@@ -92,7 +93,8 @@ def clause_breaks(question: str, *, language: Language = ENGLISH) -> list[re.Mat
     """Where the question's clauses meet (`Language.clause_break`): each relative clause describes another thing
     of the chain. A break with no content word before it is the question's own wh-word ("When was ...", "To which
     group ..."), not the start of another clause."""
-    return [b for b in language.clause_break.finditer(question) if content_words(question[:b.start()])]
+    return [b for b in language.clause_break.finditer(question)
+            if content_words(question[:b.start()], language.stopwords)]
 
 
 def opening_clause(question: str, *, language: Language = ENGLISH) -> str:
@@ -110,31 +112,32 @@ def phrased_queries(parent_title: str, parent_passage: str, question: str, limit
     clause = opening_clause(question, language=language)
     wh_word = re.match(r"\W*\w+", clause)
     start = wh_word.end() if wh_word else 0  # "Who was ...": the first word is no name
-    rest = _NAMED_SPAN.sub(lambda m: " " if content_words(m.group(0)) else m.group(0), clause[start:])
+    rest = _NAMED_SPAN.sub(lambda m: " " if content_words(m.group(0), language.stopwords) else m.group(0),
+                           clause[start:])
     rest = language.dangling_end.sub("", language.possessive_mark.sub("", rest))
     clause = " ".join(f"{clause[:start]} {rest}".split())
     return [BridgeQuery(entity=e, text=f"{e} {clause}".strip())
             for e in bridge_entities(parent_title, parent_passage, question, limit, language=language, known=known)]
 
 
-def title_words(title: str) -> set[str]:
+def title_words(title: str, *, language: Language = ENGLISH) -> set[str]:
     """The content words of a page's title, its qualifier left out ("Paper Lanterns (song)" → paper, lanterns)."""
-    return set(content_words(_TITLE_QUALIFIER.sub("", title)))
+    return set(content_words(_TITLE_QUALIFIER.sub("", title), language.stopwords))
 
 
-def page_of_entity(title: str, entity: str, question: str = "") -> bool:
+def page_of_entity(title: str, entity: str, question: str = "", *, language: Language = ENGLISH) -> bool:
     """True when a page's title names nothing but the entity ("Veloria" for Veloria, "Lena Marwick" for
     "17-year-old Lena Marwick"), not a page about more ("Margaret Hollis" for "Margaret"), nor one the question
     itself names ("Northern Rowing League Cup Final", for the entity "60th Northern Rowing League Cup Final":
     that is where the chain started, not where its hop leads)."""
-    page_words = title_words(title)
-    return (bool(page_words) and page_words <= set(content_words(entity))
-            and not page_words <= set(content_words(question)))
+    page_words = title_words(title, language=language)
+    return (bool(page_words) and page_words <= set(content_words(entity, language.stopwords))
+            and not page_words <= set(content_words(question, language.stopwords)))
 
 
-def titled_by(title: str, entity: str) -> bool:
+def titled_by(title: str, entity: str, *, language: Language = ENGLISH) -> bool:
     """True when a page's title names the entity ("Lena Marwick" ~ "Lena Marwick Dale")."""
-    page_words = title_words(title)
-    entity_words = set(content_words(entity))
+    page_words = title_words(title, language=language)
+    entity_words = set(content_words(entity, language.stopwords))
     return bool(page_words) and bool(entity_words) and (
         page_words <= entity_words or entity_words <= page_words)

@@ -61,7 +61,7 @@ class Deepening:
     idle: str | None = None  # the last hop, when it added nothing and hands the writer nothing
 
 
-def bridge_chain(plan: ExecutedPlan) -> list[str]:
+def bridge_chain(plan: ExecutedPlan, *, language: Language = ENGLISH) -> list[str]:
     """The ids of the rule planner's bridge chain in order (s1 = the question, s2 = `{s1} <the question>`, then
     each hop this module added: `{prev} <question words>`, or a search of question words after prev), or []
     when the plan is anything else."""
@@ -71,9 +71,9 @@ def bridge_chain(plan: ExecutedPlan) -> list[str]:
     if bridge_parent(plan, second) != first.id:
         return []
     chain = [first.id, second.id]
-    asked = set(content_words(plan.query))
+    asked = set(content_words(plan.query, language.stopwords))
     for sq in deeper:
-        words = content_words(PARENT_REFERENCE.sub(" ", sq.text))
+        words = content_words(PARENT_REFERENCE.sub(" ", sq.text), language.stopwords)
         if sq.parents != [chain[-1]] or parent_references(sq.text) not in ([], sq.parents) or not set(words) <= asked:
             return []
         chain.append(sq.id)
@@ -93,7 +93,7 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun, *, language: Language = ENG
     room = min(policy.subquery_max, policy.context_budget)
     if room <= 2:
         return None  # a third hop could never reach the writer (budget 2): nothing to decide, nothing to note
-    chain = bridge_chain(run.plan)
+    chain = bridge_chain(run.plan, language=language)
     if len(chain) < 2 or any(sq_id in run.skipped_hops or sq_id not in run.reports for sq_id in chain):
         return None
     last, earlier = chain[-1], chain[:-1]
@@ -103,7 +103,8 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun, *, language: Language = ENG
     titles = {sq_id: _title(hit) for sq_id, hit in best_hits.items()}
     left_before = words_left(run.plan, earlier, best, restart_of(run.plan, earlier, best, titles, language=language),
                              language=language)
-    gain = [w for w in left_before if last in best and not unexplained_words(w, [best[last]])]
+    gain = [w for w in left_before
+            if last in best and not unexplained_words(w, [best[last]], stopwords=language.stopwords)]
     report = run.reports[last]
     hop_of_last = next(sq for sq in run.plan.subqueries if sq.id == last)
     parent_best = passages_handed_over(policy, run).get(earlier[-1], [])[:1]
@@ -195,13 +196,14 @@ def words_left(plan: ExecutedPlan, chain: list[str], best: dict[str, str], resta
     held country released".
     """
     question = plan.query
-    left = set(unexplained_words(question, [best[sq_id] for sq_id in chain if sq_id in best]))
+    left = set(unexplained_words(question, [best[sq_id] for sq_id in chain if sq_id in best],
+                                 stopwords=language.stopwords))
     if restart is not None:
         hop_id, name = restart
         since = [sq_id for sq_id in chain[chain.index(hop_id):] if sq_id in best]
         left |= set(unexplained_words(" ".join(name_search_words(question, name, language=language)),
-                                      [best[sq_id] for sq_id in since]))
-    return [word for word in dict.fromkeys(content_words(question)) if word in left]
+                                      [best[sq_id] for sq_id in since], stopwords=language.stopwords))
+    return [word for word in dict.fromkeys(content_words(question, language.stopwords)) if word in left]
 
 
 def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], titles: dict[str, str], *,
@@ -220,9 +222,10 @@ def restart_of(plan: ExecutedPlan, chain: list[str], best: dict[str, str], title
         if hop.hints.must_include and not parent_references(hop.text):
             return hop.id, hop.hints.must_include[0]
         if index >= 2:
-            searched = set(content_words(PARENT_REFERENCE.sub(" ", hop.text)))
-            page = title_words(titles.get(hop.id, ""))
-            name = next((n for n in names if page and set(content_words(n)) == page <= searched), None)
+            searched = set(content_words(PARENT_REFERENCE.sub(" ", hop.text), language.stopwords))
+            page = title_words(titles.get(hop.id, ""), language=language)
+            name = next((n for n in names if page and set(content_words(n, language.stopwords)) == page <= searched),
+                        None)
             if name is not None:
                 return hop.id, name
     return None
@@ -235,15 +238,16 @@ def name_search_words(question: str, name: str, *, language: Language = ENGLISH)
     is not in the question as written. Words of the other clauses describe other hops of the chain, and searched
     with the name they pull its page down (in "Dunmere region hero novel adapted" most words are about the
     novel, not Dunmere)."""
-    name_words = set(content_words(name))
+    name_words = set(content_words(name, language.stopwords))
     at = question.find(name)
     if at < 0:
-        return [w for w in content_words(question) if w not in name_words]
+        return [w for w in content_words(question, language.stopwords) if w not in name_words]
     breaks = clause_breaks(question, language=language)
     opening_end = breaks[0].start() if breaks else len(question)
     start = max([0, *(b.end() for b in breaks if b.end() <= at)])
     end = min([len(question), *(b.start() for b in breaks if b.start() >= at + len(name))])
-    words = content_words(question[:opening_end]) + content_words(question[start:end])
+    words = content_words(question[:opening_end], language.stopwords) + content_words(question[start:end],
+                                                                                       language.stopwords)
     return [w for w in dict.fromkeys(words) if w not in name_words]
 
 
@@ -263,7 +267,7 @@ def unexplained_name(question: str, left: list[str], *, searched: set[str] | fro
     missing = set(left)
     for span in named_spans(question, "", NAME_SPANS_LIMIT, language=language):
         name = language.possessive_end.sub("", span)
-        words = content_words(name)
+        words = content_words(name, language.stopwords)
         opener = question.startswith(span) and len(words) == 1
         if words and not opener and set(words) <= missing and name not in searched:
             return name

@@ -103,6 +103,7 @@ def pool_candidates(
     keep: int,
     question: str = "",
     title_boost: float = 0.0,
+    language: Language = ENGLISH,
 ) -> list[PooledCandidate]:
     """One subquery's candidates from all its variants: each node once (at its best priority), best first.
 
@@ -119,8 +120,9 @@ def pool_candidates(
             node_id = hit.node.node_id
             if node_id in exclude_node_ids:
                 continue
-            titled = bool(variant.entity) and titled_by(_title(hit), variant.entity or "")
-            if variant.rescores and not (variant.entity and page_of_entity(_title(hit), variant.entity, question)):
+            titled = bool(variant.entity) and titled_by(_title(hit), variant.entity or "", language=language)
+            if variant.rescores and not (variant.entity
+                                         and page_of_entity(_title(hit), variant.entity, question, language=language)):
                 continue  # in the question's general words any page on the topic matches; the entity's own counts
             priority = float(hit.score or 0.0) + (title_boost if titled else 0.0)
             before = best.get(node_id)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore
 
+from ...core.language import ENGLISH, Language
 from ...core.plan import ExecutedPlan, SubQuery
 from ...core.sources import passage_text
 from ...core.text import unexplained_words
@@ -60,7 +61,7 @@ def document_of(hit: NodeWithScore) -> str:
     return str(hit.node.metadata.get("title", ""))
 
 
-def skip_reason(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery) -> str | None:
+def skip_reason(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery, *, language: Language = ENGLISH) -> str | None:
     """Why the generic bridge hop `sq` need not be searched (rule 1), or None when it must be."""
     if not policy.bridge_when_needed:
         return None
@@ -72,7 +73,7 @@ def skip_reason(policy: RetrievalPolicy, run: QueryRun, sq: SubQuery) -> str | N
         return None
     document = document_of(handed[0])
     one_document = [hit for hit in handed if document_of(hit) == document]
-    if unexplained_words(run.plan.query, [passage_text(hit) for hit in one_document]):
+    if unexplained_words(run.plan.query, [passage_text(hit) for hit in one_document], stopwords=language.stopwords):
         return None
     passages = ("best passage contains" if len(one_document) == 1
                 else f"{len(one_document)} passages of its best document contain")

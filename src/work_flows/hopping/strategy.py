@@ -63,14 +63,15 @@ class HopStrategy(Protocol):
 
 class DocumentHops:
     """The default: hops that follow the documents, with the knobs of the run's `RetrievalPolicy`, reading questions
-    and passages in `language` (its word lists: what opens a name or a clause, what a clause may end with)."""
+    and passages in `language` (its word lists: its stopwords, what opens a name or a clause, what a clause may end
+    with)."""
 
     def __init__(self, policy: RetrievalPolicy, language: Language = ENGLISH) -> None:
         self.policy = policy
         self.language = language
 
     def skip_reason(self, run: QueryRun, subquery: SubQuery) -> str | None:
-        return skip_reason(self.policy, run, subquery)
+        return skip_reason(self.policy, run, subquery, language=self.language)
 
     def searches(self, run: QueryRun, subquery: SubQuery, attempt: int) -> list[Variant]:
         return subquery_searches(self.policy, run, subquery, attempt, language=self.language)
@@ -79,7 +80,8 @@ class DocumentHops:
              hits: Sequence[SearchHits | BaseException], attempt: int) -> list[PooledCandidate]:
         return pool_candidates(variants, hits, exclude_node_ids=parents_kept(run, subquery),
                                keep=pool_size(self.policy, run, subquery, attempt),
-                               title_boost=self.policy.bridge_title_boost, question=run.plan.query)
+                               title_boost=self.policy.bridge_title_boost, question=run.plan.query,
+                               language=self.language)
 
     def next_hop(self, run: QueryRun) -> Deepening | None:
         return next_hop(self.policy, run, language=self.language)
