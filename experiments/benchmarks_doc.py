@@ -5,8 +5,8 @@
 
 Each section renders one result file (or folder) and is left out when it is missing: every set at budgets 4 and 2
 (experiments/all_sets.py's tables and pictures), HotpotQA's whole dev set (hotpotqa-k4/, hotpotqa-k2/), the
-feature ablation (ablation-k2/), latency and cost (bench.json), chunking (ingest-bench.json), the rerank sweeps
-(rerank-sweep*.json) and the real-LLM pictures. The words around the tables are fixed; the numbers, the commands
+feature ablation (ablation-k2/), latency and cost (bench.json), today's dag timed against an earlier commit's
+(latency-ab.json), chunking (ingest-bench.json), the rerank sweeps (rerank-sweep*.json) and the real-LLM pictures. The words around the tables are fixed; the numbers, the commands
 and the settings a file records are read from it. tests/test_benchmarks_doc.py fails when the committed page
 differs from what this script writes, so CI runs the check; `experiments/all_sets.py table` rewrites the page too.
 """
@@ -423,6 +423,29 @@ Made by `{PYTHON} experiments/serve_load.py` (`--clients 16,64 --seconds 60`, th
 """
 
 
+def latency_ab_section() -> str:
+    report = result("latency-ab.json")
+    if report is None:
+        return ""
+    rows = [[run["set"], f"{run['side']} ({report['base'] if run['side'] == 'base' else report['today']})",
+             show(run["questions"]), show(run["p50_s"]), show(run["p95_s"]), show(run["mean_s"]),
+             f"{show(run['load_before'])} → {show(run['load_after'])}"] for run in report["runs"]]
+    medians = "; ".join(f"{name} {show(p50['today'])} s today against {show(p50['base'])} s"
+                        for name, p50 in report["p50_s"].items())
+    return f"""\
+## Has dag got slower? experiments/latency_ab.py
+
+Today's dag ({show(report['today'])}) against commit {show(report['base'])}'s, offline, budget {show(report['budget'])},
+one question at a time, dag alone (no single run fills the cross-encoder's cache first), on the same machine in one
+run, in ABBA order (base, today, today, base) so that a drift in load meets both. The load average is that of the
+two shared cores before and after each run; the run itself keeps both busy. Median of the runs' p50: {medians}.
+
+{table(["set", "code", "questions", "p50 s", "p95 s", "mean s", "load average"], rows)}
+
+Made by `{PYTHON} experiments/latency_ab.py --base {show(report['base'])} --out experiments/results/latency-ab.json`.
+"""
+
+
 def ingest_section() -> str:
     bench = result("ingest-bench.json")
     if bench is None:
@@ -637,9 +660,9 @@ Made by `experiments/small_model_bench.sh` (about two hours; resumable), summari
 {picture(path.with_suffix(".png"), "Real LLM, three configurations: F1, match, prompt tokens, p50")}"""
 
 
-SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, profile_section, serve_load_section,
-            ingest_section, embedders_section, rerank_section, real_llm_section, small_model_section,
-            planner_section)
+SECTIONS = (all_sets_section, hotpotqa_section, ablation_section, bench_section, latency_ab_section, profile_section,
+            serve_load_section, ingest_section, embedders_section, rerank_section, real_llm_section,
+            small_model_section, planner_section)
 
 
 def render() -> str:
