@@ -6,9 +6,10 @@
 Each section renders one result file (or folder) and is left out when it is missing: every set at budgets 4 and 2
 (experiments/all_sets.py's tables and pictures), HotpotQA's whole dev set (hotpotqa-k4/, hotpotqa-k2/), the
 feature ablation (ablation-k2/), latency and cost (bench.json), today's dag timed against an earlier commit's
-(latency-ab.json), chunking (ingest-bench.json), the rerank sweeps (rerank-sweep*.json) and the real-LLM pictures. The words around the tables are fixed; the numbers, the commands
-and the settings a file records are read from it. tests/test_benchmarks_doc.py fails when the committed page
-differs from what this script writes, so CI runs the check; `experiments/all_sets.py table` rewrites the page too.
+(latency-ab.json), chunking (ingest-bench.json), the rerank sweeps (rerank-sweep*.json) and the real-LLM pictures.
+The words around the tables are fixed; the numbers, the commands and the settings a file records are read from it.
+tests/test_benchmarks_doc.py fails when the committed page differs from what this script writes, so CI runs the
+check; `experiments/all_sets.py table` rewrites the page too.
 """
 
 from __future__ import annotations
@@ -435,14 +436,17 @@ def latency_ab_section() -> str:
     return f"""\
 ## Has dag got slower? experiments/latency_ab.py
 
-Today's dag ({show(report['today'])}) against commit {show(report['base'])}'s, offline, budget {show(report['budget'])},
-one question at a time, dag alone (no single run fills the cross-encoder's cache first), on the same machine in one
-run, in ABBA order (base, today, today, base) so that a drift in load meets both. The load average is that of the
-two shared cores before and after each run; the run itself keeps both busy. Median of the runs' p50: {medians}.
+Today's dag against an earlier commit's, offline, budget {show(report['budget'])}, one question at a time, dag alone (no
+single run fills the cross-encoder's cache first), on the same machine in one run, in ABBA order (base, today, today,
+base) so that a drift in load meets both. The load average is that of the two shared cores before and after each run;
+the run itself keeps both busy. Today is {show(report['today'])}, the base {show(report['base'])}.
+
+Median of the runs' p50: {medians}.
 
 {table(["set", "code", "questions", "p50 s", "p95 s", "mean s", "load average"], rows)}
 
-Made by `{PYTHON} experiments/latency_ab.py --base {show(report['base'])} --out experiments/results/latency-ab.json`.
+Made by `{PYTHON} experiments/latency_ab.py --base {show(report['base'])} --sets {report['sets']} --rounds \
+{show(report['rounds'])} --out experiments/results/latency-ab.json`.
 """
 
 

@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"== {label}", flush=True)
                     runs.append(run(side, *sides[side], set_name, args.budget, scratch, label))
                     print(f"   {runs[-1]}", flush=True)
-    summary = {"base": base, "today": code_commit(), "budget": args.budget, "runs": runs,
+    summary = {"base": base, "today": code_commit(), "budget": args.budget, "sets": args.sets, "rounds": args.rounds,
+               "runs": runs,
                "p50_s": {set_name: {side: round(float(np.median([r["p50_s"] for r in runs
                                                                if r["set"] == set_name and r["side"] == side])), 3)
                                     for side in ("base", "today")} for set_name in args.sets.split(",")}}
