@@ -29,6 +29,7 @@ from .agents.verifier import VerifierAgent
 from .agents.writer import WriterAgent
 from .config import Settings, llm_verifies, split_spec
 from .core.errors import ConfigurationError
+from .core.language import ENGLISH, Language
 from .core.roles import NameSource, PassageWriter, Planner, ReferenceResolver, Reranker, Searcher, Verifier, Writer
 from .core.store_location import check_store_exists
 from .core.text import load_sentence_model
@@ -149,8 +150,10 @@ def build_agents(
     embed_model: BaseEmbedding | None = None,
     reranker: RerankerAgent | PairScorer | None = None,
     vector_store: QdrantVectorStore | None = None,
+    language: Language = ENGLISH,
 ) -> Agents:
-    """Every agent from Settings; `llm` takes any LlamaIndex LLM, `reranker` an agent or a bare pair scorer.
+    """Every agent from Settings; `llm` takes any LlamaIndex LLM, `reranker` an agent or a bare pair scorer, `language`
+    the words and sentence forms the rule planner reads questions with (`core/language.py`).
 
     What can be refused cheaply comes first (an LLM without its key, a missing collection), the models after."""
     client = build_llm_client(settings, llm)
@@ -173,7 +176,7 @@ def build_agents(
     return Agents(
         planner=QueryPlannerAgent(client if settings.planner == "llm" else None, subquery_max=settings.subquery_max,
                                   enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge,
-                                  names=searcher if isinstance(searcher, NameSource) else None),
+                                  names=searcher if isinstance(searcher, NameSource) else None, language=language),
         searcher=searcher,
         reranker=reranker,
         writer=writer,

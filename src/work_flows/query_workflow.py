@@ -30,6 +30,7 @@ from ..agents.resolver import ReferenceResolverAgent
 from ..agents.writer import source_sentences
 from ..config import Settings
 from ..core.inputs import check_history, check_question
+from ..core.language import ENGLISH, Language
 from ..core.names import KnownNames, Place, code_names
 from ..core.plan import ExecutedPlan, SubQuery, parent_references, with_question_searched
 from ..core.result import ProgressListener, RunLedger, Source, Verification, WrittenAnswer
@@ -119,7 +120,8 @@ class QueryWorkflow(Workflow):
 
     `plan` (a Plan) skips the planner: it is validated and repaired like an LLM's, then executed. A bad
     question or history fails the run in its first step with InvalidQuestionError, however it was started.
-    `hops` (a `hopping.HopStrategy`) decides how a run hops; the default, `DocumentHops`, follows the documents.
+    `hops` (a `hopping.HopStrategy`) decides how a run hops; the default, `DocumentHops`, follows the documents and
+    reads questions and passages in `language` (`core/language.py`, English unless given).
     """
 
     def __init__(
@@ -134,6 +136,7 @@ class QueryWorkflow(Workflow):
         resolver: ReferenceResolver | None = None,
         hyde: PassageWriter | None = None,
         hops: HopStrategy | None = None,
+        language: Language = ENGLISH,
         **workflow_kwargs: Any,
     ) -> None:
         workflow_kwargs.setdefault("timeout", settings.query_timeout_s + BACKSTOP_GRACE_S)
@@ -147,7 +150,7 @@ class QueryWorkflow(Workflow):
         self.hyde = hyde
         self.settings = settings
         self.policy = RetrievalPolicy.from_settings(settings)
-        self.hops = hops or DocumentHops(self.policy)
+        self.hops = hops or DocumentHops(self.policy, language)
 
     @classmethod
     def from_settings(
@@ -158,15 +161,17 @@ class QueryWorkflow(Workflow):
         embed_model: BaseEmbedding | None = None,
         reranker: RerankerAgent | PairScorer | None = None,
         vector_store: QdrantVectorStore | None = None,
+        language: Language = ENGLISH,
         **workflow_kwargs: Any,
     ) -> QueryWorkflow:
-        """The default stack from Settings (`stack.build_agents`); any part can be passed in instead."""
+        """The default stack from Settings (`stack.build_agents`); any part can be passed in instead. `language` is
+        what the rule planner and the hops read questions in: another language is another `Language`, passed here."""
         from ..stack import build_agents
 
         settings = settings or Settings()
         agents = build_agents(settings, llm=llm, embed_model=embed_model, reranker=reranker,
-                              vector_store=vector_store)
-        return cls(**vars(agents), settings=settings, **workflow_kwargs)
+                              vector_store=vector_store, language=language)
+        return cls(**vars(agents), settings=settings, language=language, **workflow_kwargs)
 
     def as_query_engine(self, **engine_fields: Any) -> DagragQueryEngine:
         """This workflow as a LlamaIndex query engine: a Response with source_nodes in citation order."""
