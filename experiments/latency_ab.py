@@ -59,8 +59,12 @@ def run(side: str, tree: Path, python_path: Path | None, set_name: str, budget: 
                "--systems", "dag", "--budget", str(budget), "--concurrency", "1",
                "--index-dir", str(scratch / f"index-{side}-{set_name}"), "--out", str(out)]
     load_before = os.getloadavg()[0]
-    with open(scratch / f"{label}.log", "w", encoding="utf-8") as log:
-        subprocess.run(command, cwd=tree, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
+    log = scratch / f"{label}.log"
+    with open(log, "w", encoding="utf-8") as output:
+        done = subprocess.run(command, cwd=tree, env=env, stdout=output, stderr=subprocess.STDOUT)
+    if done.returncode != 0:  # the scratch folder goes with the exception: say what eval.py said first
+        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:])
+        raise SystemExit(f"{side} ({tree}): eval.py exited {done.returncode} on {set_name}:\n{tail}")
     load_after = os.getloadavg()[0]
     seconds = latencies(out)
     return {"side": side, "set": set_name, "questions": len(seconds),
@@ -80,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [name for name in args.sets.split(",") if name not in BY_NAME]
     if unknown:
         parser.error(f"--sets: unknown {', '.join(unknown)} (known: {', '.join(BY_NAME)})")
-    base = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    found = subprocess.run(["git", "rev-parse", "--short", "--verify", "--quiet", f"{args.base}^{{commit}}"], cwd=ROOT,
+                           capture_output=True, text=True)
+    if found.returncode != 0:
+        parser.error(f"--base: {args.base!r} names no commit of this repository")
+    base = found.stdout.strip()
     runs = []
     with tempfile.TemporaryDirectory(prefix="latency-ab-") as folder:
         scratch = Path(folder)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "experiments"))
@@ -31,3 +33,19 @@ def test_only_the_dag_rows_that_ran_are_timed(tmp_path):
             {"system": "dag", "metrics": {"latency_s": 0.5}}]
     (tmp_path / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     assert latency_ab.latencies(tmp_path) == [1.5, 0.5]
+
+
+def test_a_failing_eval_says_what_it_printed_before_its_scratch_folder_goes(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "experiments").mkdir(parents=True)
+    (tree / "experiments" / "eval.py").write_text("print('no such option: --systems')\nraise SystemExit(2)\n")
+    scratch = tmp_path / "scratch"
+    (scratch / "runs").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="exited 2 on hatch:\nno such option: --systems"):
+        latency_ab.run("base", tree, None, "hatch", 4, scratch, "hatch-1-base")
+
+
+def test_a_base_that_names_no_commit_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        latency_ab.main(["--base", "no-such-revision-here", "--out", "unused.json"])
+    assert "--base: 'no-such-revision-here' names no commit" in capsys.readouterr().err
