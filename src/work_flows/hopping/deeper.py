@@ -246,8 +246,8 @@ def name_search_words(question: str, name: str, *, language: Language = ENGLISH)
     opening_end = breaks[0].start() if breaks else len(question)
     start = max([0, *(b.end() for b in breaks if b.end() <= at)])
     end = min([len(question), *(b.start() for b in breaks if b.start() >= at + len(name))])
-    words = content_words(question[:opening_end], language.stopwords) + content_words(question[start:end],
-                                                                                       language.stopwords)
+    words = [*content_words(question[:opening_end], language.stopwords),
+             *content_words(question[start:end], language.stopwords)]
     return [w for w in dict.fromkeys(words) if w not in name_words]
 
 
