@@ -475,6 +475,19 @@ def test_the_planner_probe_replays_the_llms_plans_offline_and_finds_what_the_llm
     asyncio.run(planner_probe.main(args))
     assert not llm_server.requests
     assert [json.loads(line) for line in (out / "plans.jsonl").read_text().splitlines()] == plans
+    # Plans kept elsewhere (--plans, as experiments/results/planner-probe/ keeps the model's) replay the same.
+    kept = tmp_path / "kept" / "plans.jsonl"
+    kept.parent.mkdir()
+    kept.write_text((out / "plans.jsonl").read_text())
+    elsewhere = tmp_path / "elsewhere"
+    asyncio.run(planner_probe.main(planner_probe.build_parser().parse_args(
+        ["--data", str(SAMPLE), "--limit", "4", "--budget", "2", "--index-dir", str(index_dir),
+         "--out", str(elsewhere), "--plans", str(kept)])))
+    assert not llm_server.requests and not (elsewhere / "plans.jsonl").exists()
+    again = {r["id"]: [s["title"] for s in r["sources"]]
+             for r in map(json.loads, (elsewhere / "per_question.jsonl").read_text().splitlines())
+             if r["system"] == "llm-plan"}
+    assert again == replayed
 
 
 def test_shards_split_a_run_into_the_rows_the_whole_run_makes(tmp_path, index_dir):
