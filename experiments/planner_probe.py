@@ -11,7 +11,9 @@ and scores what each hands the writer (OUT/per_question.jsonl, OUT/summary.md). 
 depend on the LLM once the plan is made (with RESOLVE_WITH_LLM and SUBQUERY_HYDE off, the defaults); only the
 verifier's backtrack, a wider search for the subqueries behind sentences the LLM judge calls unsupported, can
 change the passages that fill the last slots. On the real-LLM benchmark's 20 HotpotQA questions the replay had
-the LLM run's joint recall (0.85), on 19 of the 20 questions. Without DAGRAG_LLM only plans already in
+the LLM run's joint recall (0.85), on 19 of the 20 questions; but asked again, a small model can give another plan
+(Qwen2.5-Coder-1.5B did for 7 of HotpotQA's 40 an hour apart), so a recorded plan is one sample of what the model
+plans. Without DAGRAG_LLM only plans already in
 OUT/plans.jsonl (or the file --plans names) are replayed: experiments/results/planner-probe/ keeps
 Qwen2.5-Coder-1.5B's plans for each set, so a change to how plans run is measured on them without the model.
 """
