@@ -13,9 +13,9 @@ verifier's backtrack, a wider search for the subqueries behind sentences the LLM
 change the passages that fill the last slots. On the real-LLM benchmark's 20 HotpotQA questions the replay had
 the LLM run's joint recall (0.85), on 19 of the 20 questions; but asked again, a small model can give another plan
 (Qwen2.5-Coder-1.5B did for 7 of HotpotQA's 40 an hour apart), so a recorded plan is one sample of what the model
-plans. Without DAGRAG_LLM only plans already in
-OUT/plans.jsonl (or the file --plans names) are replayed: experiments/results/planner-probe/ keeps
-Qwen2.5-Coder-1.5B's plans for each set, so a change to how plans run is measured on them without the model.
+plans. Without DAGRAG_LLM only plans already in OUT/plans.jsonl (or the file --plans names) are replayed:
+experiments/results/planner-probe/ keeps Qwen2.5-Coder-1.5B's plans for each set, so a change to how plans run is
+measured on them without the model.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ async def main(args: argparse.Namespace) -> None:
                                   Settings(context_budget=args.budget, qdrant_path=Path(args.index_dir)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    plans_file = Path(args.plans) if args.plans else out / PLANS_FILE
+    plans_file = args.plans or out / PLANS_FILE
     plans_file.parent.mkdir(parents=True, exist_ok=True)
     await collect_plans(examples, settings, plans_file)
     plans = read_plans(plans_file)
@@ -180,8 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--index-dir", default=".dagrag/eval-qdrant")
     parser.add_argument("--out", required=True,
                         help="folder: plans.jsonl (resumable), per_question.jsonl, summary.md, summary.json")
-    parser.add_argument("--plans", help=f"the recorded plans to replay and add to (default OUT/{PLANS_FILE}); "
-                                        "experiments/results/planner-probe/ keeps the small model's")
+    parser.add_argument("--plans", type=Path,
+                        help=f"the recorded plans to replay and add to (default OUT/{PLANS_FILE}); "
+                             "experiments/results/planner-probe/ keeps the small model's")
     return parser
 
 
