@@ -608,13 +608,14 @@ the held-out scikit-build-core docs). A change to how plans run is measured on t
 
 End to end with the same model writing (`DAGRAG_PLANNER=llm`, today's defaults; `dag` makes its plan afresh, and
 the model does not give the same plan twice, so its retrieval can differ from the replay's; `dag-rule` is the rule
-planner with the model writing, what `scripts/local_llm.sh` sets up):
+planner with the model writing, what `scripts/local_llm.sh` sets up; `subq` is LlamaIndex's SubQuestionQueryEngine
+over the same collection and model, whose reply has no short answer, so its F1 reads the whole reply):
 
 {table(["set", "system", *LLM_PLANNER_COLUMNS], run_rows)}
 
 Commits: {", ".join(f"`{c}`" for c in commits)}. Made by `{PYTHON} experiments/planner_probe.py --data … --out
 runs/planner-…` (its `summary.json` copied to `experiments/results/{PLANNER_PROBE}/`) and `DAGRAG_PLANNER=llm
-{PYTHON} experiments/eval.py --data … --seed 1 --budget 4 --concurrency 1 --systems single,dag,dag-rule` (its
+{PYTHON} experiments/eval.py --data … --seed 1 --budget 4 --concurrency 1 --systems single,dag,dag-rule,subq` (its
 `summary.json` copied to `experiments/results/{LLM_PLANNER}/`). Latencies are on 2 cores shared with the model's
 server."""
 
