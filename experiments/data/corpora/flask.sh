@@ -1,0 +1,43 @@
+# Flask's documentation (BSD-3-Clause licence), a held-out docs benchmark corpus (reStructuredText);
+# questions: experiments/data/docs_flask_questions.jsonl
+PACKAGE=flask
+VERSION=3.1.3
+SDIST_SHA256=0ef0e52b8a9cd932855379197dd8f94047b359ca0a78695144304cb45f87c9eb
+LICENSE_FILE=LICENSE.txt
+DOCS_ROOT=docs   # the documentation folder inside the sdist; its files keep their paths under docs_corpus/$NAME/docs/
+DOCS=(
+  quickstart.rst
+  installation.rst
+  config.rst
+  cli.rst
+  server.rst
+  debugging.rst
+  errorhandling.rst
+  logging.rst
+  blueprints.rst
+  views.rst
+  templating.rst
+  testing.rst
+  appcontext.rst
+  reqcontext.rst
+  lifecycle.rst
+  signals.rst
+  async-await.rst
+  gevent.rst
+  web-security.rst
+  extensiondev.rst
+  design.rst
+  deploying/index.rst
+  deploying/gunicorn.rst
+  deploying/waitress.rst
+  deploying/uwsgi.rst
+  deploying/mod_wsgi.rst
+  deploying/proxy_fix.rst
+  patterns/appfactories.rst
+  patterns/appdispatch.rst
+  patterns/fileuploads.rst
+  patterns/flashing.rst
+  patterns/streaming.rst
+  patterns/celery.rst
+  patterns/javascript.rst
+)
