@@ -601,8 +601,8 @@ Qwen2.5-Coder-1.5B-Instruct (`scripts/local_llm.sh start`) as the planner, budge
 (one LLM call per question; kept in `experiments/results/{PLANNER_PROBE}/*-plans.jsonl`) and replayed offline beside
 the rule planner's and the question alone (`single`), each scored by what it hands the writer
 (`experiments/planner_probe.py`; HotpotQA dev 20 bridge + 20 comparison seed 1, MuSiQue 20 seed 1, the black,
-Python-Markdown and Hatch docs, the scikit-build-core docs, held out when they were recorded). A change to how plans run is measured on them
-without the model:
+Python-Markdown and Hatch docs, the scikit-build-core docs, held out when they were recorded). A change to how plans
+run is measured on them without the model:
 `{PYTHON} experiments/planner_probe.py --data … --plans experiments/results/{PLANNER_PROBE}/black-plans.jsonl --out …`.
 
 {table(["set", "planner", "n", "recall", "joint recall", "subqueries"], probe_rows)}
