@@ -58,7 +58,7 @@ from evalkit.metrics import (
     quoted_in,
     supporting_recall,
 )
-from evalkit.provenance import changed_settings, code_commit
+from evalkit.provenance import changed_settings, code_commit, library_versions
 
 from dagrag import Plan, PlanOrigin, QueryResult, QueryWorkflow, Settings
 from dagrag.core.text import strip_citations
@@ -608,6 +608,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
             "embed_model": settings.embed_model, "reranker": settings.reranker, "llm": settings.llm,
             "skipped": skipped, "resumed_rows": resumed, "run_rows": ran,
             "commit": code_commit(), "settings_changed": changed_settings(settings),
+            "libraries": library_versions(),
         },
     }
     write_atomically(out / "summary.json", json.dumps(summary, indent=2))

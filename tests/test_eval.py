@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -153,6 +154,9 @@ def test_tiny_run_writes_consistent_outputs(tmp_path, sample_store_path):
     # what the result ran on: the commit, and every setting that is not dagrag's default (the budget here; the tests'
     # environment keeps a server's runs in memory), never a secret
     assert config["commit"] and config["settings_changed"] == {"context_budget": 2, "serve_runs_db": "memory"}
+    # and the installed versions of the libraries whose numerics decide the scores
+    assert config["libraries"]["onnxruntime"] == importlib.metadata.version("onnxruntime")
+    assert set(config["libraries"]) >= {"tokenizers", "qdrant-client", "nltk"}
 
 
 def test_out_of_collection_questions_are_asked_too_and_counted_apart(tmp_path):

@@ -86,6 +86,22 @@ def test_a_sources_next_quoted_sentence_reads_on_without_its_title_again(reranke
                            "The courthouse there was built in 1901. [1]")
 
 
+def test_a_sentence_is_quoted_with_its_neighbour_where_the_two_together_answer_better(reranker) -> None:
+    # The reason is in the sentence after the one that answers best: it answers too, though less ("This width" is
+    # about nothing alone), and with one sentence's room it would go unsaid. Read on from the sentence before it, the
+    # pair answers better than that one alone, so it is quoted with it; the sentence about platforms answers nothing.
+    question = "Why does tarn wrap lines at 96 characters instead of 80?"
+    page = sectioned(1, "Tarn style", "Line length", "Tarn wraps lines at 96 characters, which is 20% over 80. "
+                     "This width was found to give much shorter files than 80 or 79. "
+                     "Tarn is written in Python and runs on every platform.")
+    plan = one_search_plan(question)
+    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [page]))
+    assert scored.question_score[0] > scored.question_score[1] >= 0.1 > scored.question_score[2]  # this case
+    answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [page], RunLedger())).text
+    assert answer == ("Tarn style > Line length: Tarn wraps lines at 96 characters, which is 20% over 80. [1] "
+                      "This width was found to give much shorter files than 80 or 79. [1]")
+
+
 def test_a_quoted_sentence_keeps_the_space_before_a_dotted_name() -> None:
     # Only the space a removed footnote mark leaves before punctuation goes: `-a .codehilite` is an option's value.
     assert quoted_sentences("Run `pygmentize -a .codehilite > styles.css` once. See the docs [7] .") == [
@@ -174,7 +190,8 @@ def scored_sentences(pages: dict[str, list[tuple[str, float]]], best_for: dict[s
                      ) -> _ScoredSentences:
     """Sentences of numbered pages with their scores against the question; `best_for`: subquery -> (title, position)."""
     titles = list(pages)
-    candidates = [_Candidate(n, position, sentence, in_context(sentence, title), sentence, in_context(sentence, title))
+    candidates = [_Candidate(n, position, sentence, title, in_context(sentence, title), sentence,
+                             in_context(sentence, title))
                   for n, title in enumerate(titles, start=1) for position, (sentence, _) in enumerate(pages[title])]
     scores = [score for title in titles for _, score in pages[title]]
     index = {(titles[c.source_number - 1], c.position): i for i, c in enumerate(candidates)}
@@ -194,15 +211,19 @@ def test_a_hops_sentence_that_links_the_chain_is_quoted_beside_the_answering_sen
              "Lena Marwick": [("Lena Marwick was born in Harrowgate.", 0.03),
                               ("She served as Harbour Commissioner.", 0.3), ("She retired in 1980.", 0.01)]}
     writer = WriterAgent(reranker, max_sentences=2, answers_from=0.1)
-    linked = writer._extractive(plan, scored_sentences(pages, {"s2": ("Lena Marwick", 0)}))
+
+    def extractive(plan: ExecutedPlan, scored: _ScoredSentences) -> str:  # the choice, without neighbours
+        return writer._quoted(scored, writer._chosen(plan, scored))
+
+    linked = extractive(plan, scored_sentences(pages, {"s2": ("Lena Marwick", 0)}))
     assert linked == ("Salt and Ember: Its heroine Nora Quill was played by Lena Marwick. [1] "
                       "Lena Marwick was born in Harrowgate. [2] She served as Harbour Commissioner. [2]")
     # A hop's sentence that answers the question takes one of the answering sentences' places.
-    answering = writer._extractive(plan, scored_sentences(pages, {"s2": ("Lena Marwick", 1)}))
+    answering = extractive(plan, scored_sentences(pages, {"s2": ("Lena Marwick", 1)}))
     assert answering == ("Salt and Ember: Its heroine Nora Quill was played by Lena Marwick. [1] "
                          "Lena Marwick: She served as Harbour Commissioner. [2]")
     # One search: nothing links, and `max_sentences` is the whole answer's bound.
-    single = writer._extractive(one_search_plan(question), scored_sentences(pages, {}))
+    single = extractive(one_search_plan(question), scored_sentences(pages, {}))
     assert single == ("Salt and Ember: Its heroine Nora Quill was played by Lena Marwick. [1] "
                       "Lena Marwick: She served as Harbour Commissioner. [2]")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,11 @@ from dagrag import Settings
 ROOT = Path(__file__).resolve().parents[2]
 # Where the run's own index lives and what it is called: reported by the harness beside the settings.
 NOT_SETTINGS = frozenset({"qdrant_path", "collection"})
+# The installed libraries whose numerics decide scores and rankings: the same commit gives other retrieval numbers
+# with another onnxruntime or tokenizers (measured: 2Wiki dag joint recall 0.917 on one machine, 1.000 on another,
+# same src; Python-Markdown's single path 0.661 against 0.679), so a result says what it ran on.
+SCORING_LIBRARIES = ("onnxruntime", "tokenizers", "sentence-transformers", "torch", "numpy", "scipy",
+                     "qdrant-client", "nltk", "llama-index-core")
 
 
 def code_commit() -> str:
@@ -23,6 +29,17 @@ def code_commit() -> str:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "src"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
     return done.stdout.strip() + ("+uncommitted" if dirty else "")
+
+
+def library_versions(names: tuple[str, ...] = SCORING_LIBRARIES) -> dict[str, str | None]:
+    """Each library's installed version (None when it is not installed)."""
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {name: installed(name) for name in names}
 
 
 def changed_settings(settings: Settings) -> dict[str, Any]:
