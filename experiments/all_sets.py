@@ -156,6 +156,20 @@ def answers_table() -> str:
     return "\n".join(rows)
 
 
+def tick_label(record: dict, width: int = 12) -> str:
+    """A set's name under its bars: one part a line, and a long hyphenated name cut after a hyphen, so that
+    neighbouring labels do not run into each other ("scikit-build-core docs" -> "scikit-build-", "core", "docs")."""
+    name = BY_NAME[record["set"]].description.replace(" (first", "\n(first").replace(" docs", "\ndocs")
+    lines = []
+    for line in name.split("\n"):
+        while len(line) > width and "-" in line[1:width]:
+            cut = line.rindex("-", 1, width) + 1
+            lines.append(line[:cut])
+            line = line[cut:]
+        lines.append(line)
+    return "\n".join(lines + (["(held out)"] if record["set"] == HELD_OUT else []))
+
+
 def plot(path: Path) -> None:
     """Joint recall of single and dag per set, one panel per budget, as a PNG."""
     import matplotlib
@@ -167,8 +181,7 @@ def plot(path: Path) -> None:
     figure, axes = plt.subplots(1, len(BUDGETS), figsize=(11, 4.2), sharey=True)
     for axis, budget in zip(axes, BUDGETS):
         rows = [r for r in kept if r["budget"] == budget]
-        names = [BY_NAME[r["set"]].description.replace(" (first 120)", "\n(first 120)").replace(" docs", "\ndocs")
-                 + ("\n(held out)" if r["set"] == HELD_OUT else "") for r in rows]
+        names = [tick_label(r) for r in rows]
         where = range(len(rows))
         for offset, system, colour in ((-0.2, "single", "#9aa5b1"), (0.2, "dag", "#2f6fb0")):
             values = [r["systems"][system]["joint_recall"] for r in rows]
@@ -194,8 +207,7 @@ def answers_plot(path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = [r for r in records() if r["budget"] == OOC_BUDGET and "match" in r["systems"]["dag"]]
-    names = [BY_NAME[r["set"]].description.replace(" (first 120)", "\n(first 120)").replace(" docs", "\ndocs")
-             + ("\n(held out)" if r["set"] == HELD_OUT else "") for r in rows]
+    names = [tick_label(r) for r in rows]
     figure, (matches, abstaining) = plt.subplots(1, 2, figsize=(11, 4.2))
     where = range(len(rows))
     for offset, system, colour in ((-0.2, "single", "#9aa5b1"), (0.2, "dag", "#2f6fb0")):

@@ -56,3 +56,11 @@ def test_an_answers_row_reads_match_and_abstaining_from_the_file(tmp_path, monke
         "systems": {"single": single, "dag": dag}}), encoding="utf-8")
     assert all_sets.answers_table().splitlines()[2:] == [
         "| black docs | 4 | 0.250 | 0.500 | 0.800 (10 questions) | 0.125 | 0.750 (76 questions) | abc1234 |"]
+
+
+def test_a_long_set_name_is_cut_after_a_hyphen_so_labels_do_not_run_into_each_other():
+    assert all_sets.tick_label({"set": "scikit-build-core"}) == "scikit-\nbuild-core\ndocs"
+    assert all_sets.tick_label({"set": "hotpotqa"}) == "hotpotqa\n(first 120)"
+    assert all_sets.tick_label({"set": all_sets.HELD_OUT}).endswith("\n(held out)")
+    for name in all_sets.BY_NAME:  # every line fits, unless it is one word with no hyphen to cut at
+        assert all(len(line) <= 12 or "-" not in line[1:12] for line in all_sets.tick_label({"set": name}).split("\n"))
