@@ -158,7 +158,7 @@ def answers_table() -> str:
 
 def tick_label(record: dict, width: int = 12) -> str:
     """A set's name under its bars: one part a line, and a long hyphenated name cut after a hyphen, so that
-    neighbouring labels do not run into each other ("scikit-build-core docs" -> "scikit-build-", "core", "docs")."""
+    neighbouring labels do not run into each other ("scikit-build-core docs" -> "scikit-", "build-core", "docs")."""
     name = BY_NAME[record["set"]].description.replace(" (first", "\n(first").replace(" docs", "\ndocs")
     lines = []
     for line in name.split("\n"):

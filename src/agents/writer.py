@@ -342,12 +342,12 @@ class WriterAgent:
                     windows.append((index, neighbour))
         if not windows:
             return chosen
-        read_together = [in_context(" ".join(candidates[i].sentence for i in sorted(window)), candidates[index].context)
-                         for window in windows for index in window[:1]]
+        read_together = [in_context(" ".join(candidates[i].sentence for i in sorted(pair)), candidates[pair[0]].context)
+                         for pair in windows]
         scores = await self.reranker.ascore([(question, text) for text in read_together])
         added = [neighbour for (index, neighbour), score in zip(windows, scores)
                  if score > scored.question_score[index]]
-        return chosen + [i for i in dict.fromkeys(added) if i not in chosen]
+        return chosen + list(dict.fromkeys(added))  # a sentence between two chosen ones is added once
 
     def _quoted(self, scored: _ScoredSentences, chosen: list[int]) -> str:
         """The chosen sentences in their passages' order, cited."""
