@@ -58,6 +58,38 @@ def test_restructured_text_roles_links_labels_and_directives() -> None:
     assert "   import numpy.ma as ma\n   ma.masked_where(x > 2, x)" in rendered and "Masked arrays" in rendered
 
 
+def test_a_myst_page_with_rst_descriptions_keeps_the_names_fields_and_versions_sphinx_shows() -> None:
+    # scikit-build-core's config reference: ```{eval-rst} blocks of `.. confval::` entries with field lists.
+    source = page("scikit-build-core", "reference/configs.md")
+    assert ".. confval:: cmake.define" in source and ":Default: false" in source and ".. versionadded::" in source
+    rendered = plain(source)
+    assert not LEFTOVER_MARKUP.search(rendered), LEFTOVER_MARKUP.search(rendered)
+    # the entry opens with the name it documents, as Sphinx shows it (as code), its fields after
+    entry = rendered[rendered.rindex("`cmake.define`\n", 0, rendered.index("A table of defines to pass to CMake")):]
+    assert entry.index("A table of defines") < 300 and "Type: ``dict[str,CMakeSettingsDefine]``" in entry[:300]
+    assert "Default: false" in rendered and ":Default:" not in rendered
+    assert re.search(r"^ *Added in version [\d.]+\.$", rendered, re.MULTILINE)
+
+
+def test_a_directives_argument_is_shown_where_sphinx_shows_it_and_nested_directives_render_too() -> None:
+    source = (".. admonition:: Beware the dog\n   :class: tip\n\n   It bites.\n\n"
+              ".. image:: dog.png\n   :alt: a dog\n\n.. py:function:: walk(dog, minutes=10)\n\n   Walks it.\n\n"
+              "````{tab} pip\n```{literalinclude} ../examples/pyproject.toml\n:language: toml\n```\n````\n"
+              ":::{versionchanged} 2.0\nWalks are longer.\n:::\n")
+    rendered = plain(source)
+    assert not LEFTOVER_MARKUP.search(rendered), LEFTOVER_MARKUP.search(rendered)
+    lines = [line.strip() for line in rendered.splitlines() if line.strip()]
+    assert lines == ["Beware the dog", "It bites.", "`walk(dog, minutes=10)`", "Walks it.", "pip", "```toml", "```",
+                     "Changed in version 2.0.", "Walks are longer."]
+
+
+def test_the_version_phrases_are_the_rst_readers() -> None:
+    from dagrag.chunking import rst
+    from dagrag.core.markup import VERSION_PHRASES
+
+    assert rst.VERSION_PHRASES == VERSION_PHRASES  # two homes only because chunking imports no other part
+
+
 def test_an_html_page_as_ingest_reads_it_is_quoted_without_urls() -> None:
     html = ('<h2 id="install">Install</h2><p>Run <code>pip install dagrag</code>, then read the '
             '<a href="https://example.org/guide#start">getting started guide</a>.</p><!-- build: 42 -->')

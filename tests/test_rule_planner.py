@@ -185,6 +185,22 @@ def test_what_a_side_is_compared_on_joins_each_sides_search():
     assert [sq.text for sq in plan.subqueries] == ["Poetry use monorepo", "uv use monorepo"]
 
 
+@pytest.mark.parametrize(("question", "sides", "shared"), [
+    ("How does isort's default way of wrapping long imports differ from black's?", ("isort", "black"),
+     "default way wrapping long imports"),
+    ("Is black's line length similar to ruff's?", ("black", "ruff"), "line length"),
+])
+def test_what_the_first_side_owns_is_compared_on_both_when_the_second_is_a_bare_possessive(question, sides, shared):
+    plan = plan_offline(question)
+    assert [sq.hints.must_include for sq in plan.subqueries] == [[side] for side in sides]
+    assert all(sq.text.startswith(f"{side} {shared}") for sq, side in zip(plan.subqueries, sides))
+
+
+def test_two_sides_that_each_own_something_keep_what_they_own():
+    found = find_comparison("Should I use pre-commit's exclude or black's force-exclude to skip migrations?")
+    assert found is not None and found.entities == ("pre-commit's exclude", "black's force-exclude")
+
+
 def test_a_name_with_capitalised_small_words_is_not_cut_where_a_sentence_would_go_on():
     found = find_comparison("Which song was released more recently, Come With Me (Pure Imagination) or Hold On Me "
                             "(Grinspoon Song)?")

@@ -297,9 +297,19 @@ def _restore(text: str, spans: dict[str, str]) -> str:
 
 
 def _side(text: str, language: Language, *, open_end: bool) -> str:
+    """One side of a comparison as the form captured it (`_side_as_written`), less a bare possessive ("black's" ->
+    "black")."""
+    return _without_possessive(_side_as_written(text, language, open_end=open_end), language)
+
+
+def _without_possessive(name: str, language: Language) -> str:
+    return re.sub(rf"(?<=\w)(?:{language.possessive})$", "", name)
+
+
+def _side_as_written(text: str, language: Language, *, open_end: bool) -> str:
     """One side of a comparison as the form captured it: from its last comma or colon (the question's own words
     come before those) or, when the form leaves its end open, to where the question goes on (`side_ends`), less the
-    words a side never starts or ends with, and a bare possessive ("black's" -> "black")."""
+    words a side never starts or ends with."""
     if open_end:
         end = language.side_ends.search(text)
         text = text[: end.start()] if end else text
@@ -310,8 +320,19 @@ def _side(text: str, language: Language, *, open_end: bool) -> str:
         words = words[1:]
     while words and words[-1].lower() in language.side_closers:
         words = words[:-1]
-    side = " ".join(words)
-    return re.sub(r"(?<=\w)['’]s$", "", side)
+    return " ".join(words)
+
+
+def _owner_and_owned(a: str, b: str, language: Language) -> tuple[str, str] | None:
+    """"isort's default way of wrapping" against a bare "black's": the sides are the two owners, "isort" and "black"
+    (what is owned is said once, on the first side, and is the predicate both share); None for any other pair."""
+    b_words, a_words = b.split(), a.split()
+    if len(b_words) != 1 or _without_possessive(b, language) == b:
+        return None
+    owner = next((i for i, word in enumerate(a_words[:-1]) if _without_possessive(word, language) != word), None)
+    if owner is None:
+        return None
+    return _without_possessive(" ".join(a_words[: owner + 1]), language), _without_possessive(b, language)
 
 
 def _listed_sides(items: str, language: Language) -> list[str]:
@@ -336,7 +357,10 @@ def _comparison_by_form(question: str, language: Language) -> tuple[str, ...] | 
             listed = _listed_sides(groups["items"], language)
             sides = [_side(item, language, open_end=i == len(listed) - 1) for i, item in enumerate(listed)]
         else:
-            sides = [_side(groups["a"], language, open_end=False), _side(groups["b"], language, open_end=True)]
+            a = _side_as_written(groups["a"], language, open_end=False)
+            b = _side_as_written(groups["b"], language, open_end=True)
+            sides = list(_owner_and_owned(a, b, language)
+                         or (_without_possessive(a, language), _without_possessive(b, language)))
         if len(sides) >= 2 and all(sides) and all(len(s.split()) <= language.max_side_words for s in sides) \
                 and len({s.lower() for s in sides}) == len(sides):
             return tuple(sides)

@@ -46,8 +46,9 @@ class _AnyOption(dict[str, Any]):
         return True
 
 
-# How Sphinx renders its version directives' argument.
-_VERSION_PHRASES = {"versionadded": "Added in version", "versionchanged": "Changed in version",
+# How Sphinx renders its version directives' argument (as core/markup.py's VERSION_PHRASES: chunking imports no other
+# part, and a test holds the two equal).
+VERSION_PHRASES = {"versionadded": "Added in version", "versionchanged": "Changed in version",
                     "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
 
 
@@ -64,7 +65,7 @@ class _KeepWords(Directive):
         found: list[nodes.Node] = []
         if self.arguments and self.arguments[0].strip():
             argument = " ".join(self.arguments[0].split())
-            phrase = _VERSION_PHRASES.get(self.name)
+            phrase = VERSION_PHRASES.get(self.name)
             found.append(nodes.paragraph(text=f"{phrase} {argument}." if phrase else argument))
             found[-1].line = self.lineno
         if self.content and self.name in _CODE_DIRECTIVES:

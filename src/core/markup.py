@@ -7,7 +7,11 @@ renders the constructs of Markdown, MyST, reStructuredText and the mkdocs family
 - links keep their text (`[text](url)`, `[text][ref]`, `![alt](src)`, rST `` `text <url>`_ ``);
 - roles keep their target's words (`` {role}`text` ``, `` {role}`Title <label>` ``, `` :role:`text` ``), as code;
 - directive and admonition lines go, their content stays (`` ```{note} ``, `:::{warning}`, `.. note::`,
-  `!!! tip "Title"`, `=== "Tab"`, option lines `:key: value` after a directive);
+  `!!! tip "Title"`, `=== "Tab"`, option lines `:key: value` right after a directive); an rST directive's argument
+  stays as a line where Sphinx shows it, as the rST reader (`chunking/rst.py`) keeps it: the name a description
+  documents (`.. confval:: cmake.define` → `` `cmake.define` ``), a version directive's phrase (`.. versionadded:: 2.0`
+  → "Added in version 2.0."), a title (`.. admonition:: Beware`); not a path, a language or a module it only sets;
+- a field list's lines read as their field and value (`:Default: false` → "Default: false");
 - labels (`(name)=`, `.. _name:`), attribute lists (`{: #id .class }`, `{ .label }`), HTML comments go;
 - doctest prompts (`>>> `, `... `) go, the code stays;
 - emphasis outside code goes, its words stay (`**We aim to …**`, `_Black_`, `*not*`): a reader sees no asterisks, and
@@ -36,13 +40,30 @@ _FENCED_DIRECTIVE = re.compile(r"^([ \t]*)(`{3,}|~{3,})\{([\w:.+-]+)\}[ \t]*([^\
 CODE_DIRECTIVES = frozenset({"code", "code-block", "code-cell", "sourcecode", "doctest", "testcode", "testoutput",
                              "literalinclude", "ipython"})
 _DIRECTIVE_LINE = re.compile(
-    r"^[ \t]*(?::{3,}\{[\w:.+-]+\}[^\n]*"  # :::{warning} (MyST)
-    r"|:{3,}[ \t]*"  # a ::: closing a MyST block
-    r"|\.\.[ \t]+[\w:.+-]+::[^\n]*"  # .. note:: (reStructuredText)
+    r"^[ \t]*(?::{3,}[ \t]*"  # a ::: closing a MyST block
     r"|(?:!!!|\?\?\?\+?)[ \t]+\w[^\n]*"  # !!! tip "Title" / ??? note (admonitions)
     r"|===[ \t]+\"[^\"\n]*\"[ \t]*"  # === "Tab" (content tabs)
     r")$\n?", re.MULTILINE)
 _DIRECTIVE_OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t][^\n]*)?$\n?", re.MULTILINE)
+# `.. name:: argument` (reStructuredText) or `:::{name} argument` (MyST), with the option lines that follow directly.
+_DIRECTIVE_WITH_ARGUMENT = re.compile(r"^([ \t]*)(?:\.\.[ \t]+([\w:.+-]+)::|:{3,}\{([\w:.+-]+)\})([^\n]*)$\n?"
+                                      r"(?:[ \t]*:[\w-]+:(?:[ \t][^\n]*)?$\n?)*", re.MULTILINE)
+# A MyST directive's options open its body.
+_LEADING_OPTIONS = re.compile(r"\A(?:[ \t]*:[\w-]+:(?:[ \t][^\n]*)?$\n?)+", re.MULTILINE)
+# Directives whose argument Sphinx does not show: a path, a language, a condition, the module or role it sets, or an
+# object autodoc would document from code this reader does not import.
+_HIDDEN_ARGUMENT = re.compile(
+    r"(?:\w+:)?(?:auto\w*|image|figure|include|literalinclude|raw|code|code-block|sourcecode|highlight|toctree|"
+    r"currentmodule|module|namespace|only|ifconfig|index|contents|default-role|role|program|tabularcolumns|meta)")
+# Sphinx's object descriptions (and any domain's, `py:function`): the argument is the name they document, shown as code.
+_DESCRIPTIONS = frozenset({"function", "class", "method", "attribute", "property", "data", "exception", "decorator",
+                           "staticmethod", "classmethod", "option", "cmdoption", "envvar", "confval", "describe",
+                           "object"})
+# How Sphinx renders its version directives' argument.
+VERSION_PHRASES = {"versionadded": "Added in version", "versionchanged": "Changed in version",
+                   "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+# A field list's line (`:Default: false`, `:Environment variable: ...`), not a role (`:func:` is followed by "`").
+_FIELD = re.compile(r"^([ \t]*):([^\s:`][^:`\n]*):[ \t]+(?=\S)", re.MULTILINE)
 _LABEL_LINE = re.compile(r"^[ \t]*(?:\([\w./:-]+\)=|\.\.[ \t]+_[^:\n]+:)[ \t]*$\n?", re.MULTILINE)
 _ATTRIBUTE_LIST = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+))"
                              r"(?:[ \t]+(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+)))*[ \t]*\}")
@@ -64,13 +85,29 @@ def _role(match: re.Match[str]) -> str:
 
 
 def _fenced_directive(match: re.Match[str]) -> str:
-    """A code directive stays a code block (its language, if it gives one); any other keeps its content."""
+    """A code directive stays a code block (its language, if it gives one); any other keeps its argument as Sphinx
+    shows it (`_shown`) and its content, where directives may nest (````{tab} around ```{literalinclude})."""
     indent, fence, name, argument, body = match.groups()
     body = body if body.endswith("\n") or not body else f"{body}\n"
-    if name in CODE_DIRECTIVES:
-        language = argument.split()[0] if argument.split() else ""
+    options = _LEADING_OPTIONS.match(body)
+    body = body[options.end():] if options else body
+    if name in CODE_DIRECTIVES:  # an included file's language is an option; its argument is the file's path
+        given = re.search(r"^[ \t]*:language:[ \t]*(\S+)", options.group(0) if options else "", re.MULTILINE)
+        language = given.group(1) if given else "" if name == "literalinclude" else (argument.split() or [""])[0]
         return f"{indent}{fence}{language}\n{body}{indent}{fence}\n"
-    return _DIRECTIVE_OPTION.sub("", body)
+    return _shown(indent, name, argument) + _FENCED_DIRECTIVE.sub(_fenced_directive, body)
+
+
+def _shown(indent: str, name: str, argument: str) -> str:
+    """A directive's argument as Sphinx shows it, as a line: the name a description documents (as code), a version
+    directive's phrase, a title or text as written; nothing for an argument Sphinx does not show."""
+    argument = " ".join(argument.split())
+    if not argument or _HIDDEN_ARGUMENT.fullmatch(name):
+        return ""
+    if name in VERSION_PHRASES:
+        return f"{indent}{VERSION_PHRASES[name]} {argument}.\n"
+    described = ":" in name or name in _DESCRIPTIONS
+    return f"{indent}`{argument}`\n" if described else f"{indent}{argument}\n"
 
 
 def plain(text: str) -> str:
@@ -78,7 +115,9 @@ def plain(text: str) -> str:
     text = _HTML_COMMENT.sub("", text)
     text = _FENCED_DIRECTIVE.sub(_fenced_directive, text)
     text = _LABEL_LINE.sub("", text)
+    text = _DIRECTIVE_WITH_ARGUMENT.sub(lambda m: _shown(m.group(1), m.group(2) or m.group(3), m.group(4)), text)
     text = _DIRECTIVE_LINE.sub("", text)
+    text = _FIELD.sub(r"\1\2: ", text)
     text = _DIRECTIVE_OPTION.sub("", text)
     text = _IMAGE.sub(r"\1", text)
     text = _INLINE_LINK.sub(r"\1", text)
