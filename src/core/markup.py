@@ -4,7 +4,8 @@ A chunk keeps its source as written (citations point at lines of it), but quoted
 "it will [get you](how-frozen) there", `` {obj}`attrs.setters.frozen` ``, `(how-slotted)=` or `!!! tip`. `plain`
 renders the constructs of Markdown, MyST, reStructuredText and the mkdocs family that mean nothing to a reader:
 
-- links keep their text (`[text](url)`, `[text][ref]`, `![alt](src)`, rST `` `text <url>`_ ``);
+- links keep their text (`[text](url)`, `[text][ref]`, `![alt](src)`, rST `` `text <url>`_ ``); a link without text
+  reads as its target's words (`[](./ctypes.md)` → "ctypes", `[](#build-requires)` → "build requires");
 - roles keep their target's words (`` {role}`text` ``, `` {role}`Title <label>` ``, `` :role:`text` ``), as code;
 - directive and admonition lines go, their content stays (`` ```{note} ``, `:::{warning}`, `.. note::`,
   `!!! tip "Title"`, `=== "Tab"`, option lines `:key: value` right after a directive); an rST directive's argument
@@ -30,6 +31,9 @@ _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _LINK_TEXT = r"(?![\d,\s]+\])((?:[^\]\n]|\n(?!\n))+)"
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _INLINE_LINK = re.compile(rf"\[{_LINK_TEXT}\]\((?:[^()\n]|\([^()\n]*\))*\)")
+# A link with no text (MyST's `[](./overrides.md)`, `[](#dynamic-linking)`): Sphinx shows the target's title, which
+# its last path part or anchor spells.
+_EMPTY_LINK = re.compile(r"\[\]\((?:[^()\s]*?/)?([^()/\s]*)\)")
 _REFERENCE_LINK = re.compile(rf"\[{_LINK_TEXT}\]\[[^\]\n]*\]")
 _RST_LINK = re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`__?")
 _MYST_ROLE = re.compile(r"(?<![`\w])\{[\w:.+-]+\}`(?:([^`<\n]+?)\s*<[^>\n]+>|([^`\n]+))`")
@@ -80,6 +84,12 @@ _EMPHASIS = re.compile(r"(?<![\w*\\])([*_])(?=[^\W_]|[\x00\"'(\[])([^\n]+?)(?<=[
 _HELD = re.compile("\x00(\\d+)\x00")
 
 
+def _target_words(match: re.Match[str]) -> str:
+    """`./index.md#cmake-and-ninja-minimum-versions` → "cmake and ninja minimum versions"; `./ctypes.md` → "ctypes"."""
+    page, _, anchor = match.group(1).partition("#")
+    return " ".join(re.sub(r"\.\w+$", "", anchor or page).replace("-", " ").replace("_", " ").split())
+
+
 def _role(match: re.Match[str]) -> str:
     return f"`{(match.group(1) or match.group(2)).strip()}`"
 
@@ -120,6 +130,7 @@ def plain(text: str) -> str:
     text = _FIELD.sub(r"\1\2: ", text)
     text = _DIRECTIVE_OPTION.sub("", text)
     text = _IMAGE.sub(r"\1", text)
+    text = _EMPTY_LINK.sub(_target_words, text)
     text = _INLINE_LINK.sub(r"\1", text)
     text = _REFERENCE_LINK.sub(r"\1", text)
     text = _RST_LINK.sub(r"\1", text)
