@@ -349,8 +349,7 @@ def test_a_real_sphinx_page_is_read_with_its_sections_lines_and_sphinx_construct
     lines = text.split("\n")
     underlined = [(lines[i],) for i in range(len(lines) - 1)
                   if lines[i].strip() and set(lines[i + 1]) == {"-"} and len(lines[i + 1]) >= len(lines[i])]
-    # the page's sections, and under them the entries its object descriptions head (`.. function:: mutable(...)`)
-    assert [s for s in dict.fromkeys(block.section[:1] for block in blocks) if s] == underlined
+    assert [s for s in dict.fromkeys(block.section for block in blocks) if s] == underlined
     by_text = {block.text: block for block in blocks}
     # an autodoc directive keeps the object's name, a versionadded its version, and each block its source line
     assert lines[by_text["attrs.define"].line - 1] == ".. autofunction:: attrs.define"
@@ -393,33 +392,6 @@ def test_ingest_reads_a_folder_of_rst_with_the_markdown(tmp_path):
     assert titles == {"API Reference", "Guide"}
     node = next(n for n in read.nodes if "attrs.define" in n.text and n.metadata["section"] == "Core")
     assert node.metadata["source"] == "api.rst" and node.metadata["line"] >= 1
-
-
-def test_an_object_description_is_a_place_of_its_own_in_rst_and_in_myst():
-    from dagrag.chunking import chunk_rst
-
-    # attrs' api.rst: `.. function:: frozen(same_as_define)` heads its entry; autodoc documents code this reader
-    # does not import, so `.. autofunction:: attrs.define` stays a line of its section
-    chunks = chunk_rst(RST_PAGE.read_text(encoding="utf-8"), chunk_tokens=256).chunks
-    frozen = next(c for c in chunks if "sets *frozen=True*" in c.text or "sets frozen=True" in c.text)
-    assert frozen.section == ("Core", "frozen") and frozen.text.startswith("frozen(same_as_define)")
-    assert not any(c.section[-1:] == ("attrs.define",) for c in chunks)
-    # scikit-build-core's config reference (MyST): each ```{eval-rst} `.. confval::` entry is its own chunk
-    configs = (Path(__file__).parents[1] / "experiments" / "data" / "docs_corpus" / "scikit-build-core" / "docs"
-               / "reference" / "configs.md").read_text(encoding="utf-8")
-    entries = {c.section: c.text for c in chunk_markdown(configs, chunk_tokens=256).chunks}
-    define = entries[("cmake", "cmake.define")]
-    assert "A table of defines to pass to CMake" in define and "cmake.fresh" not in define
-    myst = chunk_markdown("# API\n\n## Walking\n\nIntro.\n\n```{py:function} walk(dog, minutes=10)\nWalks it.\n```\n",
-                          chunk_tokens=256).chunks
-    assert [c.section for c in myst] == [("Walking",), ("Walking", "walk")]
-
-
-def test_the_descriptions_are_the_same_for_the_readers_and_the_clean_text():
-    from dagrag.chunking.sphinx import DESCRIPTIONS
-    from dagrag.core import markup
-
-    assert DESCRIPTIONS == markup._DESCRIPTIONS  # two homes only because chunking imports no other part
 
 
 def test_a_huge_paragraph_reaches_the_sentence_splitter_in_bounded_spans_and_loses_no_text(monkeypatch):

@@ -16,25 +16,11 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from .blocks import Block, ChunkedDocument, pack_blocks
-from .sphinx import described_name
 
 _PARSER = MarkdownIt("commonmark").enable("table")
 _FRONT_MATTER_END = ("---", "...")
 _FRONT_MATTER_TITLE = re.compile(r"""^title:\s*["']?(.*?)["']?\s*$""")
 _TAG = re.compile(r"<[^>]*>")
-# A MyST directive fence's info (```{py:function} walk(dog)) and an rST directive opening an {eval-rst} fence.
-_MYST_DIRECTIVE = re.compile(r"^\{([\w:.+-]+)\}\s*(.*)$")
-_RST_DIRECTIVE = re.compile(r"\A\s*\.\.[ \t]+([\w:.+-]+)::[ \t]*([^\n]*)")
-
-
-def _fence_describes(token: Token) -> str | None:
-    """The name a fenced directive documents (```{confval} name, or an {eval-rst} fence that opens with
-    `.. confval:: name`), or None."""
-    myst = _MYST_DIRECTIVE.match(token.info.strip())
-    if myst is None:
-        return None
-    rst = _RST_DIRECTIVE.match(token.content) if myst.group(1) == "eval-rst" else None
-    return described_name(*(rst.groups() if rst else myst.groups()))
 
 
 def _heading_text(inline: Token) -> str:
@@ -98,9 +84,7 @@ def markdown_blocks(text: str) -> tuple[str | None, list[Block]]:
                 if table_body_start >= end:  # a header and no rows: the table is one block
                     blocks.append(Block(table_header, section, "paragraph", line=start + 1))
             elif token.type in ("fence", "code_block"):
-                described = _fence_describes(token) if token.type == "fence" else None
-                blocks.append(Block(sliced(start, end), (*section, described) if described else section, "code",
-                                    line=start + 1))
+                blocks.append(Block(sliced(start, end), section, "code", line=start + 1))
             elif token.type == "html_block":
                 # Raw HTML (logos, badges, comments): only its visible text is worth embedding.
                 visible = " ".join(html.unescape(_TAG.sub(" ", token.content)).split())

@@ -22,7 +22,6 @@ from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.languages import en
 
 from .blocks import Block, ChunkedDocument, pack_blocks
-from .sphinx import described_name
 
 # Parse quietly and safely: no messages to stderr, never halt, no file inclusion or raw passthrough.
 _SETTINGS = {"report_level": 5, "halt_level": 5, "warning_stream": False, "file_insertion_enabled": False,
@@ -76,17 +75,7 @@ class _KeepWords(Directive):
             container = nodes.container()
             self.state.nested_parse(self.content, self.content_offset, container)
             found.extend(container.children)
-        described = described_name(self.name, self.arguments[0]) if self.arguments else None
-        if described:  # an object description: a place of its own, under the section it sits in
-            entry = _Described(name=described)
-            entry.extend(found)
-            entry.line = self.lineno
-            return [entry]
         return found
-
-
-class _Described(nodes.Element):
-    """The entry of an object description (`.. py:data:: SECRET_KEY`): its argument's line and its content."""
 
 
 def _code_role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
@@ -162,8 +151,6 @@ def _blocks(parent: nodes.Node, section: tuple[str, ...], group: list[int]) -> I
             title = child.next_node(nodes.title)
             name = " ".join(title.astext().split()) if title is not None else ""
             yield from _blocks(child, (*section, name) if name else section, group)
-        elif isinstance(child, _Described):
-            yield from _blocks(child, (*section, child["name"]), group)
         elif isinstance(child, (nodes.literal_block, nodes.doctest_block)):
             yield Block(f"```\n{child.astext()}\n```", section, "code", line=line)
         elif isinstance(child, (nodes.bullet_list, nodes.enumerated_list, nodes.definition_list, nodes.field_list,
