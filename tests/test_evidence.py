@@ -55,17 +55,3 @@ def test_the_budget_caps_the_sources_and_short_rankings_end_cleanly():
     assert [s.node_id for s in select_sources(plan_of("s1", "s2"), ranked, per_subquery=2, budget=3)] == [
         "a", "b", "c"]
     assert select_sources(plan_of("s1", "s2"), {"s1": [], "s2": []}, per_subquery=1, budget=4) == []
-
-
-def test_a_comparison_side_takes_its_best_document_not_kept_yet_in_its_turn():
-    # "Should I use extension instances or string names?": both sides' searches rank the Extensions section first;
-    # the second side's turn goes to its own next document, and the shared one is credited to both sides.
-    sides = [SubQuery(id="s1", text="extension instances", role="side"),
-             SubQuery(id="s2", text="string names", role="side"), SubQuery(id="s0", text=QUESTION, role="question")]
-    plan = ExecutedPlan(query=QUESTION, subqueries=sides, origin=PlanOrigin.GIVEN, layers=[["s1", "s2", "s0"]])
-    ranked = {"s1": ranking("extensions", "definition-lists", "third-party"),
-              "s2": ranking("extensions", "naming", "third-party"), "s0": ranking("extensions", "library")}
-    sources = select_sources(plan, ranked, per_subquery=1, budget=4)
-    assert picked(sources) == [("extensions", "s1", 1), ("naming", "s2", 2), ("definition-lists", "s1", 2),
-                               ("third-party", "s2", 3)]
-    assert sources[0].subquery_ids == ["s1", "s2", "s0"]

@@ -16,47 +16,34 @@ def select_sources(
 
     Round-robin by rank: every subquery's rank-1 document comes before any rank-2 one, so each hop
     keeps its evidence (attribution) before any slot goes to depth. Ranks past `per_subquery` fill
-    the budget only if slots remain. A comparison's side (role `side`) takes, in its turn, its best document not
-    kept yet: the sides split the question by name and each needs a document of its own, while a document another
-    side already keeps is credited to it as well.
+    the budget only if slots remain.
     """
     sources: list[Source] = []
     by_key: dict[str, Source] = {}
     depth = max((len(v) for v in ranked.values()), default=0)
     order = [sq.id for sq in plan.subqueries if sq.id in ranked]
-    sides = {sq.id for sq in plan.subqueries if sq.role == "side"}
-    cursor = dict.fromkeys(order, 0)  # a side's next rank to look at
     for phase_ranks in (range(per_subquery), range(per_subquery, depth)):
         for rank in phase_ranks:
             for sq_id in order:
                 hits = ranked[sq_id]
-                at = cursor[sq_id] if sq_id in sides else rank
-                while sq_id in sides and at < len(hits) and content_key(hits[at].node.get_content()) in by_key:
-                    _credit(by_key[content_key(hits[at].node.get_content())], sq_id)
-                    at += 1
-                cursor[sq_id] = at + 1
-                if at >= len(hits):
+                if rank >= len(hits):
                     continue
-                hit = hits[at]
+                hit = hits[rank]
                 key = content_key(hit.node.get_content())
                 if key in by_key:
-                    _credit(by_key[key], sq_id)
+                    if sq_id not in by_key[key].subquery_ids:
+                        by_key[key].subquery_ids.append(sq_id)
                     continue
                 if len(sources) >= budget:
                     return sources
                 source = Source(
                     node_id=hit.node.node_id, text=hit.node.get_content(), metadata=dict(hit.node.metadata),
-                    score=round(float(hit.score or 0.0), 6), subquery_id=sq_id, rank_in_subquery=at + 1,
+                    score=round(float(hit.score or 0.0), 6), subquery_id=sq_id, rank_in_subquery=rank + 1,
                     subquery_ids=[sq_id],
                 )
                 by_key[key] = source
                 sources.append(source)
     return sources
-
-
-def _credit(source: Source, sq_id: str) -> None:
-    if sq_id not in source.subquery_ids:
-        source.subquery_ids.append(sq_id)
 
 
 def confidence(
