@@ -82,6 +82,9 @@ def test_a_directives_argument_is_shown_where_sphinx_shows_it_and_nested_directi
     lines = [line.strip() for line in rendered.splitlines() if line.strip()]
     assert lines == ["Beware the dog", "It bites.", "`walk(dog, minutes=10)`", "Walks it.", "pip", "```toml", "```",
                      "Changed in version 2.0.", "Walks are longer."]
+    # a field list reads as its fields in prose; a docstring's fields in a code block stay as written
+    code = '```python\ndef walk(dog):\n    """Walk it.\n\n    :param dog: who walks\n    """\n```\n'
+    assert plain(f":Default: false\n\n{code}") == f"Default: false\n\n{code}"
 
 
 def test_a_link_without_text_reads_as_its_targets_words() -> None:

@@ -25,6 +25,7 @@ in the next), it mixes dialects no one parser reads, and every rule here only re
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # A link's text may wrap onto the next line, not past a paragraph; "[3][4]" is two footnote marks, not a link.
@@ -127,7 +128,7 @@ def plain(text: str) -> str:
     text = _LABEL_LINE.sub("", text)
     text = _DIRECTIVE_WITH_ARGUMENT.sub(lambda m: _shown(m.group(1), m.group(2) or m.group(3), m.group(4)), text)
     text = _DIRECTIVE_LINE.sub("", text)
-    text = _FIELD.sub(r"\1\2: ", text)
+    text = _in_prose(text, _field_lines)  # a docstring's `:param x:` in a code block stays as written
     text = _DIRECTIVE_OPTION.sub("", text)
     text = _IMAGE.sub(r"\1", text)
     text = _EMPTY_LINK.sub(_target_words, text)
@@ -137,13 +138,13 @@ def plain(text: str) -> str:
     text = _MYST_ROLE.sub(_role, text)
     text = _RST_ROLE.sub(_role, text)
     text = _ATTRIBUTE_LIST.sub("", text)
-    text = _without_emphasis(text)
+    text = _in_prose(text, _without_emphasis)
     return _DOCTEST_PROMPT.sub(r"\1", text)
 
 
-def _without_emphasis(text: str) -> str:
-    """Emphasis markers removed from prose; code (blocks and spans, held aside meanwhile) is left as written."""
-    if "\x00" in text:  # the placeholder below; no document text has it, and one that does keeps its markers
+def _in_prose(text: str, render: Callable[[str], str]) -> str:
+    """`text` with `render` applied to its prose; code (blocks and spans, held aside meanwhile) is left as written."""
+    if "\x00" in text:  # the placeholder below; no document text has it, and one that does is left as it is
         return text
     held: list[str] = []
 
@@ -151,7 +152,13 @@ def _without_emphasis(text: str) -> str:
         held.append(match.group(0))
         return f"\x00{len(held) - 1}\x00"
 
-    prose = _CODE.sub(hold, text)
-    prose = _STRONG.sub(lambda m: m.group(1)[2:-2], prose)
-    prose = _EMPHASIS.sub(r"\2", prose)
+    prose = render(_CODE.sub(hold, text))
     return _HELD.sub(lambda m: held[int(m.group(1))], prose)
+
+
+def _field_lines(prose: str) -> str:
+    return _FIELD.sub(r"\1\2: ", prose)
+
+
+def _without_emphasis(prose: str) -> str:
+    return _EMPHASIS.sub(r"\2", _STRONG.sub(lambda m: m.group(1)[2:-2], prose))
