@@ -98,6 +98,17 @@ def test_a_link_without_text_reads_as_its_targets_words() -> None:
         "see environment variables for the build")
 
 
+def test_inline_html_and_character_references_read_as_text_and_indented_code_stays_as_written() -> None:
+    # Hatch's environment markers table puts HTML lists and line breaks in its cells; Python-Markdown's smarty table
+    # shows entities; its HTML examples are indented code blocks.
+    rendered = plain(page("hatch", "config/dependency.md"))
+    assert "<li>" not in rendered and "<br>" not in rendered
+    assert "| <ul>" not in rendered and "posix; java" in rendered
+    assert plain("| `---` | &mdash; | `&mdash;` |") == "| `---` | — | `&mdash;` |"
+    example = "Output:\n\n    <p>A regular paragraph of text.</p>\n"
+    assert plain(example) == example and plain("<PackageName>_ROOT") == "<PackageName>_ROOT"
+
+
 def test_the_version_phrases_are_the_rst_readers() -> None:
     from dagrag.chunking import rst
     from dagrag.core.markup import VERSION_PHRASES

@@ -14,6 +14,8 @@ renders the constructs of Markdown, MyST, reStructuredText and the mkdocs family
   → "Added in version 2.0."), a title (`.. admonition:: Beware`); not a path, a language or a module it only sets;
 - a field list's lines read as their field and value (`:Default: false` → "Default: false");
 - labels (`(name)=`, `.. _name:`), attribute lists (`{: #id .class }`, `{ .label }`), HTML comments go;
+- inline HTML reads as its text (a table cell's `<ul><li>a</li><li>b</li></ul>` as "a; b", `<br>` as a space,
+  `<code>v1</code>` as code) and character references as their characters (`&gt;=` as ">=");
 - doctest prompts (`>>> `, `... `) go, the code stays;
 - emphasis outside code goes, its words stay (`**We aim to …**`, `_Black_`, `*not*`): a reader sees no asterisks, and
   a sentence that ends inside bold ("… every month.** This …") is a sentence end again.
@@ -24,6 +26,7 @@ in the next), it mixes dialects no one parser reads, and every rule here only re
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 
@@ -69,6 +72,14 @@ VERSION_PHRASES = {"versionadded": "Added in version", "versionchanged": "Change
                    "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
 # A field list's line (`:Default: false`, `:Environment variable: ...`), not a role (`:func:` is followed by "`").
 _FIELD = re.compile(r"^([ \t]*):([^\s:`][^:`\n]*):[ \t]+(?=\S)", re.MULTILINE)
+# Inline HTML that Markdown passes through (a table cell's list or line break, `<code>`, `<kbd>`, a link), and
+# character references: shown as a reader sees them. Only these tags: "<PackageName>_ROOT" is a placeholder.
+_HTML_CODE = re.compile(r"<code>([^<>\n]*)</code>", re.IGNORECASE)
+_HTML_NEXT_ITEM = re.compile(r"</li>\s*<li>", re.IGNORECASE)
+_HTML_BREAK = re.compile(r"[ \t]*<br\s*/?>[ \t]*", re.IGNORECASE)
+_HTML_INLINE_TAG = re.compile(r"</?(?:ul|ol|li|p|b|strong|i|em|span|sup|sub|kbd|small|mark|u|s|del|ins|a)\b[^<>\n]*>",
+                              re.IGNORECASE)
+_CHARACTER_REFERENCE = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[a-zA-Z]+\d*);")
 _LABEL_LINE = re.compile(r"^[ \t]*(?:\([\w./:-]+\)=|\.\.[ \t]+_[^:\n]+:)[ \t]*$\n?", re.MULTILINE)
 _ATTRIBUTE_LIST = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+))"
                              r"(?:[ \t]+(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+)))*[ \t]*\}")
@@ -139,6 +150,7 @@ def plain(text: str) -> str:
     text = _RST_ROLE.sub(_role, text)
     text = _ATTRIBUTE_LIST.sub("", text)
     text = _in_prose(text, _without_emphasis)
+    text = _in_prose(text, _inline_html)
     return _DOCTEST_PROMPT.sub(r"\1", text)
 
 
@@ -158,6 +170,20 @@ def _in_prose(text: str, render: Callable[[str], str]) -> str:
 
 def _field_lines(prose: str) -> str:
     return _FIELD.sub(r"\1\2: ", prose)
+
+
+def _inline_html(prose: str) -> str:
+    """`<ul><li>x86_64</li><li>arm64</li></ul>` → "x86_64; arm64", `<code>v1</code>` → `` `v1` ``, `&gt;=` → ">=";
+    a line indented as code (four spaces or a tab: Markdown's indented code block, an example's HTML) as written,
+    unless it is a table's row (a table inside an admonition or a content tab is indented too)."""
+    def line_as_read(line: str) -> str:
+        if line.startswith(("    ", "\t")) and not line.lstrip().startswith("|"):
+            return line
+        line = _HTML_CODE.sub(r"`\1`", line)
+        line = _HTML_INLINE_TAG.sub("", _HTML_BREAK.sub(" ", _HTML_NEXT_ITEM.sub("; ", line)))
+        return _CHARACTER_REFERENCE.sub(lambda m: html.unescape(m.group(0)), line)
+
+    return "\n".join(line_as_read(line) for line in prose.split("\n"))
 
 
 def _without_emphasis(prose: str) -> str:
