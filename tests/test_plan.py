@@ -219,6 +219,14 @@ def test_an_integer_over_pythons_digit_limit_is_not_json():
         extract_json_object('{"top_k": ' + "9" * 5000 + "}")
 
 
+def test_a_reply_escaping_half_a_surrogate_pair_gives_a_plan_that_serialises():
+    # Found by the plan fuzzer: JSON may escape a lone surrogate, which no UTF-8 output (the CLI's --json) can hold.
+    reply = '{"subqueries": [{"id": "s1", "text": "Who is \\ud800 Ed Wood \\ud83d\\ude00"}]}'
+    plan = parse_plan(reply, "Who is Ed Wood?")
+    assert plan.subqueries[0].text == "Who is \ufffd Ed Wood \U0001f600"
+    assert "Ed Wood" in plan.model_dump_json()
+
+
 def test_extract_json_prefers_fenced_block_and_survives_nesting():
     assert extract_json_object('x {"a": {"b": [1, {"c": 2}]}} y') == {"a": {"b": [1, {"c": 2}]}}
 
