@@ -128,6 +128,15 @@ async def test_each_fault_of_a_call_that_does_not_stream_is_retried_and_recorded
     assert all(reason in c.error for c in ledger.llm_calls)
 
 
+async def test_a_reply_escaping_half_a_surrogate_pair_reads_as_valid_text(server):
+    # JSON may escape a lone surrogate ("\\ud800"); an answer holding one could not be written out (UTF-8, JSON).
+    server.script("planner", "Ed Wood \ud800 was American \U0001f600.")
+    client = LLMClient(dagrag_llm(server), timeout_s=1, retry=RetryPolicy(max_retries=0, backoff_s=0.01))
+    text = await asyncio.wait_for(client.chat(system=PLANNER_SYSTEM, user=QUESTION, agent="planner",
+                                              ledger=RunLedger()), timeout=HANG_GUARD_S)
+    assert text == "Ed Wood \ufffd was American \U0001f600."
+
+
 async def test_a_call_that_succeeds_on_a_retry_is_used_and_every_attempt_is_recorded(server, run_query):
     server.script("planner", server_error(502), rate_limited(0), json.dumps(GOOD_PLAN))
     server.script("writer", CLOSED_MID_BODY, WRITER_REPLY)

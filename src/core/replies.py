@@ -14,15 +14,15 @@ class ReplyParseError(ValueError):
     """An LLM reply holds nothing of the expected shape."""
 
 
-def _valid_text(value: Any) -> Any:
+def valid_text(value: Any) -> Any:
     """`value` with every string made valid Unicode: JSON may escape half a surrogate pair (`"\\ud800"`), which no
     UTF-8 output can hold; a lone half reads as U+FFFD, a whole pair as its character."""
     if isinstance(value, str):
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, list):
-        return [_valid_text(item) for item in value]
+        return [valid_text(item) for item in value]
     if isinstance(value, dict):
-        return {_valid_text(key): _valid_text(item) for key, item in value.items()}
+        return {valid_text(key): valid_text(item) for key, item in value.items()}
     return value
 
 
@@ -47,7 +47,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
             except (ValueError, RecursionError):  # JSONDecodeError, or e.g. an integer over Python's digit limit
                 continue
             if isinstance(value, dict):
-                return _valid_text(value)
+                return valid_text(value)
     raise ReplyParseError("the reply holds no JSON object")
 
 
@@ -65,7 +65,7 @@ def extract_json_objects(text: str) -> list[dict[str, Any]]:
         except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
-            found.append(_valid_text(value))
+            found.append(valid_text(value))
     return found
 
 

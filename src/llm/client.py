@@ -34,7 +34,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-from ..core.replies import extract_json_object
+from ..core.replies import extract_json_object, valid_text
 from ..core.result import LLMCallProgress, LLMCallRecord, RunLedger
 
 MAX_RETRY_WAIT_S = 10.0  # longest pause between attempts; a longer Retry-After means: give up now
@@ -248,6 +248,7 @@ class LLMClient:
                     prompt_tokens, completion_tokens = streamed.prompt_tokens, streamed.completion_tokens
                     if completion_tokens is None and streamed.chunks:
                         completion_tokens = streamed.chunks  # no usage came: a chunk is about a token
+                text = valid_text(text)  # a server may escape half a surrogate pair in its JSON
                 if not text:
                     raise LLMReplyError("the LLM returned an empty reply")
             except Exception as error:
