@@ -52,12 +52,13 @@ _DIRECTIVE_LINE = re.compile(
     r"|(?:!!!|\?\?\?\+?)[ \t]+\w[^\n]*"  # !!! tip "Title" / ??? note (admonitions)
     r"|===[ \t]+\"[^\"\n]*\"[ \t]*"  # === "Tab" (content tabs)
     r")$\n?", re.MULTILINE)
-_DIRECTIVE_OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t][^\n]*)?$\n?", re.MULTILINE)
+_OPTION_LINE = r"[ \t]*:[\w-]+:(?:[ \t][^\n]*)?$\n?"  # `:key: value` after a directive
+_DIRECTIVE_OPTION = re.compile(rf"^{_OPTION_LINE}", re.MULTILINE)
 # `.. name:: argument` (reStructuredText) or `:::{name} argument` (MyST), with the option lines that follow directly.
 _DIRECTIVE_WITH_ARGUMENT = re.compile(r"^([ \t]*)(?:\.\.[ \t]+([\w:.+-]+)::|:{3,}\{([\w:.+-]+)\})([^\n]*)$\n?"
-                                      r"(?:[ \t]*:[\w-]+:(?:[ \t][^\n]*)?$\n?)*", re.MULTILINE)
+                                      rf"(?:{_OPTION_LINE})*", re.MULTILINE)
 # A MyST directive's options open its body.
-_LEADING_OPTIONS = re.compile(r"\A(?:[ \t]*:[\w-]+:(?:[ \t][^\n]*)?$\n?)+", re.MULTILINE)
+_LEADING_OPTIONS = re.compile(rf"\A(?:{_OPTION_LINE})+", re.MULTILINE)
 # Directives whose argument Sphinx does not show: a path, a language, a condition, the module or role it sets, or an
 # object autodoc would document from code this reader does not import.
 _HIDDEN_ARGUMENT = re.compile(
@@ -149,8 +150,7 @@ def plain(text: str) -> str:
     text = _MYST_ROLE.sub(_role, text)
     text = _RST_ROLE.sub(_role, text)
     text = _ATTRIBUTE_LIST.sub("", text)
-    text = _in_prose(text, _without_emphasis)
-    text = _in_prose(text, _inline_html)
+    text = _in_prose(text, lambda prose: _inline_html(_without_emphasis(prose)))
     return _DOCTEST_PROMPT.sub(r"\1", text)
 
 
