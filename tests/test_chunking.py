@@ -105,6 +105,23 @@ def test_a_table_that_fits_a_chunk_is_not_split_after_a_long_paragraph():
     assert [c.text.count("| SETTING_") for c in chunks] == [0, 3]
 
 
+def test_a_sentence_introducing_a_table_or_code_moves_on_with_it_when_a_chunk_closes():
+    paragraph = "This paragraph takes most of the budget on its own, word after word. " * 4
+    table = rows_table(3)
+    chunks = chunk_markdown(f"{paragraph}\n\nThe settings are these:\n\n{table}\n", chunk_tokens=96).chunks
+    assert [c.text.count("| SETTING_") for c in chunks] == [0, 3]
+    assert chunks[0].text == paragraph.strip()
+    assert chunks[1].text.startswith("The settings are these:\n\n| setting |")
+    code = "\n".join(f"value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 8))
+    text = f"{paragraph}\n\nTo cut a release, run:\n\n```python\n{code}\n```\n\nAfter."
+    chunks = chunk_markdown(text, chunk_tokens=96).chunks
+    introduced = f"To cut a release, run:\n\n```python\n{code}\n```"
+    assert [c.text for c in chunks] == [paragraph.strip(), introduced, "After."]
+    # a sentence ending in a colon that shares a chunk with what it introduces stays where it is
+    chunks = chunk_markdown(f"Short.\n\nRun:\n\n```python\n{code}\n```\n", chunk_tokens=256).chunks
+    assert len(chunks) == 1
+
+
 def test_a_code_block_over_the_budget_stays_whole():
     code = "\n".join(f"    value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 13))
     text = f"# T\n\nBefore.\n\n```python\ndef build():\n{code}\n```\n\nAfter.\n"

@@ -32,6 +32,8 @@ JOIN_TOKENS = 1
 # on a busy CPU and failed the ingest; cut at line breaks first, each call reads a bounded span.
 SPLITTER_SPAN_CHARS = 20_000
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# How a paragraph that announces the block after it ends (ASCII and full-width colon).
+_INTRODUCING = (":", "\uff1a")
 
 
 @dataclass(frozen=True)
@@ -144,24 +146,42 @@ def _group_size(blocks: Sequence[Block], start: int, tokens: TokenCounter) -> in
     return header + sum(tokens(b.text) + JOIN_TOKENS for b in members)
 
 
+def introduces(block: Block) -> bool:
+    """Whether a block is a paragraph that announces what follows it ("To cut a release:", "you would do:")."""
+    return block.kind == "paragraph" and block.text.rstrip().endswith(_INTRODUCING)
+
+
+def _closing(chunk: list[Block]) -> tuple[list[Block], list[Block]]:
+    """A full chunk as it closes, and what the next chunk starts with: a closing paragraph that introduces the next
+    block moves on with it (code, a table or a list without the sentence saying what it is reads as noise)."""
+    if len(chunk) > 1 and introduces(chunk[-1]):
+        return chunk[:-1], chunk[-1:]
+    return chunk, []
+
+
 def _pack_section(blocks: Sequence[Block], budget: int, tokens: TokenCounter) -> Iterator[list[Block]]:
     current: list[Block] = []
     used = 0
     pieces = [piece for block in blocks for piece in _fit(block, budget, tokens)]
     for index, block in enumerate(pieces):
         continues_group = bool(current) and block.group >= 0 and current[-1].group == block.group
+        carried = False
         if block.group >= 0 and not continues_group and current:
             # A list or table that fits a chunk of its own is not split across two: start it afresh.
             whole = _group_size(pieces, index, tokens)
             if used + whole > budget >= whole:
-                yield current
-                current, used = [], 0
+                done, current = _closing(current)
+                used = sum(tokens(lead.text) + JOIN_TOKENS for lead in current)
+                carried = bool(current)
+                yield done
         cost = tokens(block.text) + JOIN_TOKENS
         if block.kind == "row" and not continues_group:
             cost += tokens(block.table_header) + JOIN_TOKENS
-        if current and used + cost > budget:
-            yield current
-            current, used = [], 0
+        if current and used + cost > budget and not carried:
+            done, current = _closing(current)
+            used = sum(tokens(lead.text) + JOIN_TOKENS for lead in current)
+            # What a lead-in introduces joins it even past the budget, as an item or code block may pass it alone.
+            yield done
             if block.kind == "row":  # the next piece of the table opens with its header again
                 cost = tokens(block.text) + tokens(block.table_header) + 2 * JOIN_TOKENS
         current.append(block)
