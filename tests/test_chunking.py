@@ -76,6 +76,14 @@ def test_setext_headings_count_and_a_hash_line_in_a_tilde_fence_does_not():
     assert "# install it" in document.chunks[1].text and "Done." in document.chunks[1].text
 
 
+def test_a_headings_attribute_list_and_closing_hashes_are_not_part_of_its_name():
+    text = ("# Guide {: #top }\n\n## Locking\n\n### Locker plugin ### {: #locker }\n\nPick one.\n\n"
+            "## Usage {#usage .wide}\n\nRun it.\n\n## Sets like {x}\n\nBraces stay.\n")
+    document = chunk_markdown(text, chunk_tokens=256)
+    assert document.title == "Guide"
+    assert [c.section for c in document.chunks] == [("Locking", "Locker plugin"), ("Usage",), ("Sets like {x}",)]
+
+
 def test_without_an_h1_the_front_matter_title_is_taken_and_headings_are_sections():
     document = chunk_markdown("---\ntitle: 'Notes'\ntags: [a]\n---\n## Part\n\nBody.\n", chunk_tokens=256)
     assert document.title == "Notes"

@@ -21,13 +21,16 @@ _PARSER = MarkdownIt("commonmark").enable("table")
 _FRONT_MATTER_END = ("---", "...")
 _FRONT_MATTER_TITLE = re.compile(r"""^title:\s*["']?(.*?)["']?\s*$""")
 _TAG = re.compile(r"<[^>]*>")
+# A heading's attribute list at its end (`## Locker plugin ## {: #locker }`, `# Usage {#usage .wide}`: Python-Markdown's
+# attr_list, Pandoc, kramdown, MyST) names an anchor; no reader sees it, nor the closing hashes before it.
+_HEADING_ATTRIBUTES = re.compile(r"(?:\s+#+)?\s*\{:?\s*[#.][^{}]*\}$")
 
 
 def _heading_text(inline: Token) -> str:
     """A heading as plain words: `**Settings** for [Qdrant](url)` -> "Settings for Qdrant"."""
     words = "".join(child.content if child.type in ("text", "code_inline") else " " if child.type == "softbreak"
                     else "" for child in inline.children or [])
-    return " ".join(words.split())
+    return _HEADING_ATTRIBUTES.sub("", " ".join(words.split()))
 
 
 def _front_matter(lines: list[str]) -> tuple[int, str | None]:
