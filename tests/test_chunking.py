@@ -16,7 +16,6 @@ from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 from dagrag import IngestError, Settings
 from dagrag.agents.searcher import SearcherAgent
 from dagrag.chunking import HARD_CAP_FACTOR, chunk_html, chunk_markdown, chunk_pdf, chunk_plain_text, count_tokens
-from dagrag.chunking.markdown import markdown_blocks
 from dagrag.chunking.plain_text import plain_text_blocks
 from dagrag.core.result import Source
 from dagrag.core.search import SearchRequest
@@ -83,24 +82,6 @@ def test_a_headings_attribute_list_and_closing_hashes_are_not_part_of_its_name()
     document = chunk_markdown(text, chunk_tokens=256)
     assert document.title == "Guide"
     assert [c.section for c in document.chunks] == [("Locking", "Locker plugin"), ("Usage",), ("Sets like {x}",)]
-
-
-def test_admonition_and_content_tab_bodies_are_read_as_markdown_not_as_code():
-    """Python-Markdown's own CLI page: `!!! warning`, a blank line, the indented warning; Hatch's metadata page: content
-    tabs in content tabs with a prose line and a fence each. CommonMark alone reads each body as one code block."""
-    docs = Path(__file__).parent.parent / "experiments" / "data" / "docs_corpus"
-    _, blocks = markdown_blocks((docs / "markdown" / "docs" / "cli.md").read_text())
-    warning = next(b for b in blocks if "does ***not*** sanitize" in b.text)
-    assert warning.kind == "paragraph" and warning.text.startswith("The Python-Markdown library does")
-    assert warning.section == ("Basic Usage",)
-    _, blocks = markdown_blocks((docs / "hatch" / "docs" / "config" / "metadata.md").read_text())
-    prose = next(b for b in blocks if "The file extension must be" in b.text)
-    assert prose.kind == "paragraph"
-    fence = next(b for b in blocks if b.kind == "code" and 'version = "0.0.1"' in b.text)
-    assert fence.text.startswith("```toml\n[project]")
-    # the syntax shown as an example in a fence stays as written
-    _, blocks = markdown_blocks("# T\n\n```md\n!!! note\n\n    Shown as written.\n```\n")
-    assert [b.text for b in blocks] == ["```md\n!!! note\n\n    Shown as written.\n```"]
 
 
 def test_without_an_h1_the_front_matter_title_is_taken_and_headings_are_sections():

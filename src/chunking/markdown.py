@@ -23,11 +23,6 @@ _FRONT_MATTER_TITLE = re.compile(r"""^title:\s*["']?(.*?)["']?\s*$""")
 _TAG = re.compile(r"<[^>]*>")
 # A heading's attribute list at its end (`## Locker plugin ## {: #locker }`, `# Usage {#usage .wide}`: Python-Markdown's
 # attr_list, Pandoc, kramdown, MyST) names an anchor; no reader sees it, nor the closing hashes before it.
-# An admonition (`!!! warning`, `??? note "Title"`, `???+ tip`) or a content tab (`=== "pyproject.toml"`) of
-# Python-Markdown and PyMdown: its body is the lines indented below it, which CommonMark reads as an indented code
-# block when a blank line comes first.
-_CONTAINER = re.compile(r"""^([ \t]*)(?:(?:!!!|\?\?\?\+?)[ \t]+\w[^\n]*|===\+?[ \t]+"[^"\n]*"[ \t]*)$""")
-_BODY_INDENT = 4
 _HEADING_ATTRIBUTES = re.compile(r"(?:\s+#+)?\s*\{:?\s*[#.][^{}]*\}$")
 
 
@@ -36,38 +31,6 @@ def _heading_text(inline: Token) -> str:
     words = "".join(child.content if child.type in ("text", "code_inline") else " " if child.type == "softbreak"
                     else "" for child in inline.children or [])
     return _HEADING_ATTRIBUTES.sub("", " ".join(words.split()))
-
-
-def _width(indent: str) -> int:
-    return len(indent.expandtabs(_BODY_INDENT))
-
-
-def _containers_opened(lines: list[str], code: set[int]) -> list[str]:
-    """`lines` with the body of each admonition and content tab moved out one indent, so that its prose, lists and
-    fences are read as Markdown and not as one indented code block. Lines in `code` (a fence's) are left alone, as is
-    what an admonition example in a fence shows; a nested container's body moves once per level."""
-    opened = list(lines)
-    for at, line in enumerate(opened):
-        marker = None if at in code else _CONTAINER.match(line)
-        if marker is None:
-            continue
-        depth = _width(marker.group(1)) + _BODY_INDENT
-        end = at + 1
-        while end < len(opened) and (not opened[end].strip() or _width(_indent(opened[end])) >= depth):
-            end += 1
-        for inside in range(at + 1, end):
-            opened[inside] = _dedented(opened[inside])
-    return opened
-
-
-def _indent(line: str) -> str:
-    return line[:len(line) - len(line.lstrip(" \t"))]
-
-
-def _dedented(line: str) -> str:
-    """The line one indent (four columns) further left."""
-    indent = _indent(line).expandtabs(_BODY_INDENT)
-    return indent[_BODY_INDENT:] + line.lstrip(" \t") if line.strip() else ""
 
 
 def _front_matter(lines: list[str]) -> tuple[int, str | None]:
@@ -87,11 +50,6 @@ def markdown_blocks(text: str) -> tuple[str | None, list[Block]]:
     skipped, front_title = _front_matter(lines)
     # Front matter is blanked, not removed, so the parser's line numbers stay the file's.
     source = "\n".join([""] * skipped + lines[skipped:])
-    if any(_CONTAINER.match(line) for line in lines):
-        fenced = {row for token in _PARSER.parse(source) if token.type == "fence" and token.map
-                  for row in range(*token.map)}
-        lines = _containers_opened(lines, fenced)
-        source = "\n".join([""] * skipped + lines[skipped:])
     tokens = _PARSER.parse(source)
 
     def sliced(start: int, end: int) -> str:
