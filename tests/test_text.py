@@ -79,6 +79,16 @@ def test_a_sentence_goes_on_past_an_unknown_abbreviation(text, sentences):
     assert split_sentences(text) == sentences
 
 
+def test_a_numbered_items_marker_opens_its_item_and_does_not_close_the_sentence_before_it():
+    """Hatch's installer steps: Punkt reads "2." after a code block or a sentence as a sentence end."""
+    text = ("Download the file.\n\n```\ncurl -Lo hatch.pkg https://example.org/hatch.pkg\n```\n\n"
+            "2. Run the installer.\n3. Verify it.\n\nIt is 10% over 80. 4 of them were sold.")
+    assert split_sentences(text) == [
+        "Download the file. ``` curl -Lo hatch.pkg https://example.org/hatch.pkg ```", "2. Run the installer.",
+        "3. Verify it.", "It is 10% over 80.", "4 of them were sold."]
+    assert split_sentences("1. Install it.\n2. Run it") == ["1. Install it.", "2. Run it"]
+
+
 def test_whitespace_is_normalised_and_empty_text_has_no_sentences():
     assert split_sentences("  Ed   Wood\nwas French.\n\n\tHe was\u00a0born in 1924.  ") == [
         "Ed Wood was French.", "He was born in 1924."]

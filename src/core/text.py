@@ -124,10 +124,12 @@ def split_sentences(text: str) -> list[str]:
     "Harwick Rovers F.C. and ...", "i.e. light welterweight"); and run-together initials that are not in
     Punkt's abbreviation list ("J.R.R. Tolkien", "A.R. Rahman") are a name, not a sentence end.
     """
+    markers = _list_marker_words(text)
     text = " ".join(text.split())
     if not text:
         return []
     model = _sentence_model or load_sentence_model()
+    word_starts = [match.start() for match in re.finditer(r"\S+", text)] if markers else []
     starts = [0]
     for start, _ in model.punkt.span_tokenize(text):
         if start == 0:
@@ -144,7 +146,28 @@ def split_sentences(text: str) -> list[str]:
         opening = _SENTENCE_OPENING.match(text, start)
         if start > starts[-1] and text[start - 1] == " " and opening and not opening.group(1).islower():
             starts.append(start)
+            # A numbered item's marker ("2." opening its line) read as the end of the sentence before it opens
+            # its own: "… `sudo installer` 2. Run the script" → "… `sudo installer`" and "2. Run the script".
+            word = bisect.bisect_left(word_starts, start) - 1
+            if word >= 0 and word in markers:
+                if word_starts[word] > starts[-2]:
+                    starts[-1] = word_starts[word]
+                else:  # the marker alone was a sentence: it opens this one
+                    starts.pop()
     return [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)]) if text[a:b].strip()]
+
+
+_LIST_NUMBER = re.compile(r"^[ \t>]*(\d{1,3}[.)])(?=[ \t])", re.MULTILINE)
+
+
+def _list_marker_words(text: str) -> set[int]:
+    """The index, among the whitespace-separated words of `text`, of each numbered list item's marker ("2." at the
+    start of a line)."""
+    found = [match.start(1) for match in _LIST_NUMBER.finditer(text)]
+    if not found:
+        return set()
+    word_starts = [match.start() for match in re.finditer(r"\S+", text)]
+    return {bisect.bisect_left(word_starts, at) for at in found}
 
 
 # A fenced code block opens with three or more backticks or tildes at a line's start (CommonMark allows three spaces).
