@@ -89,6 +89,15 @@ def test_a_numbered_items_marker_opens_its_item_and_does_not_close_the_sentence_
     assert split_sentences("1. Install it.\n2. Run it") == ["1. Install it.", "2. Run it"]
 
 
+def test_a_fence_indented_in_a_list_item_is_shown_as_code_moved_left():
+    """Python-Markdown's toc page: an option's list item whose example sits four spaces in."""
+    text = ("* **`baselevel`**:\n    Base level for headers. The following will accomplish that:\n\n"
+            "    ``` pycon\n    >>> print(html)\n      <h3>Some Header</h3>\n    ```\n\n    Done.")
+    assert [shown for _, shown in split_sentences_as_written(text)] == [
+        "* **`baselevel`**: Base level for headers.",
+        "The following will accomplish that:\n\n``` pycon\n>>> print(html)\n  <h3>Some Header</h3>\n```\n\nDone."]
+
+
 def test_whitespace_is_normalised_and_empty_text_has_no_sentences():
     assert split_sentences("  Ed   Wood\nwas French.\n\n\tHe was\u00a0born in 1924.  ") == [
         "Ed Wood was French.", "He was born in 1924."]

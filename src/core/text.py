@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import textwrap
 import threading
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -170,8 +171,9 @@ def _list_marker_words(text: str) -> set[int]:
     return {bisect.bisect_left(word_starts, at) for at in found}
 
 
-# A fenced code block opens with three or more backticks or tildes at a line's start (CommonMark allows three spaces).
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# A fenced code block opens with three or more backticks or tildes at a line's start, indented as far as the list item
+# or admonition it sits in is.
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 # A pipe table's delimiter row: "---- | :---:", with or without outer pipes.
 _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)+\|?\s*$")
 
@@ -292,8 +294,10 @@ def _pieces(lines: list[str], tokens: list[re.Match[str]], token_block: list[int
             end += 1
         if block is None:
             pieces.append((" ".join(token.group() for token in tokens[index:end + 1]), False))
-        else:  # the block's lines as written, from its first line's start to its last line's end
-            pieces.append(("\n".join(lines[token_line[index]:token_line[end] + 1]).strip("\n"), True))
+        else:  # the block's lines as written, from its first line's start to its last line's end, moved left as
+            # far as they all go: a fence in a list item or an admonition is indented, and shown so it reads as code
+            written = "\n".join(lines[token_line[index]:token_line[end] + 1])
+            pieces.append((textwrap.dedent(written).strip("\n"), True))
         index = end + 1
     return pieces
 
