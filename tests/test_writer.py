@@ -102,6 +102,28 @@ def test_a_sentence_is_quoted_with_its_neighbour_where_the_two_together_answer_b
                       "This width was found to give much shorter files than 80 or 79. [1]")
 
 
+def test_a_quoted_sentence_that_announces_what_follows_is_quoted_with_it(reranker) -> None:
+    # The steps answer "how", but the sentence that says so scores best; quoted alone it would end at "steps:".
+    question = "How do I make tarn reformat only one project in my editor?"
+    page = sectioned(1, "Editor integration", "Per project", "If you want tarn to reformat just one project, "
+                     "follow these steps:\n\n1. Open the project's properties.\n2. Pick tarn as the formatter.\n\n"
+                     "Tarn is written in Python and runs on every platform.")
+    plan = one_search_plan(question)
+    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [page]))
+    assert scored.question_score[0] == max(scored.question_score)  # this case: the announcing sentence leads
+    answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [page], RunLedger())).text
+    assert answer.startswith("Editor integration > Per project: If you want tarn to reformat just one project, "
+                             "follow these steps: [1] 1. Open the project's properties. [1]")
+    assert "every platform" not in answer
+
+
+def test_a_sentence_announces_what_follows_by_the_marks_the_chunker_keeps() -> None:
+    from dagrag.chunking import blocks
+    from dagrag.core.text import INTRODUCING_MARKS
+
+    assert blocks._INTRODUCING == INTRODUCING_MARKS  # two homes only because chunking imports no other part
+
+
 def test_a_quoted_sentence_keeps_the_space_before_a_dotted_name() -> None:
     # Only the space a removed footnote mark leaves before punctuation goes: `-a .codehilite` is an option's value.
     assert quoted_sentences("Run `pygmentize -a .codehilite > styles.css` once. See the docs [7] .") == [

@@ -22,7 +22,7 @@ from ..core.replies import split_concise_answer
 from ..core.result import RunLedger, Source, WrittenAnswer
 from ..core.roles import Reranker
 from ..core.sources import fence_sources, source_title
-from ..core.text import block_lines, split_sentences_as_written, strip_citations
+from ..core.text import block_lines, introduces_what_follows, split_sentences_as_written, strip_citations
 from ..llm import LLMClient, describe_error
 
 # The space a removed "[7]" leaves before punctuation; not the one before a dotted name (`-a .codehilite`).
@@ -332,6 +332,11 @@ class WriterAgent:
         continue. Neighbours go beyond `max_sentences`: they complete a quoted sentence, they are not another one."""
         candidates = scored.candidates
         at = {(c.source_number, c.position): i for i, c in enumerate(candidates)}
+        # A sentence that announces what follows ("… follow these steps:") is quoted with what it announces.
+        announced = [following for index in chosen if introduces_what_follows(candidates[index].sentence)
+                     and (following := at.get((candidates[index].source_number, candidates[index].position + 1)))
+                     is not None and following not in chosen]
+        chosen = chosen + list(dict.fromkeys(announced))
         windows: list[tuple[int, int]] = []  # (chosen sentence, its neighbour)
         for index in chosen:
             candidate = candidates[index]

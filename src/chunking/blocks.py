@@ -32,7 +32,7 @@ JOIN_TOKENS = 1
 # on a busy CPU and failed the ingest; cut at line breaks first, each call reads a bounded span.
 SPLITTER_SPAN_CHARS = 20_000
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-# How a paragraph that announces the block after it ends (ASCII and full-width colon).
+# How a paragraph that announces the block after it ends (ASCII and full-width colon; core/text.INTRODUCING_MARKS).
 _INTRODUCING = (":", "\uff1a")
 
 

@@ -158,6 +158,17 @@ def split_sentences(text: str) -> list[str]:
     return [text[a:b].strip() for a, b in zip(starts, [*starts[1:], len(text)]) if text[a:b].strip()]
 
 
+# How a sentence that announces what follows it ends ("… follow these steps:"), ASCII and full-width; chunking/blocks.py
+# keeps the same marks for a paragraph that introduces the next block (chunking imports no other part).
+INTRODUCING_MARKS = (":", "\uff1a")
+
+
+def introduces_what_follows(sentence: str) -> bool:
+    """Whether a sentence ends by announcing what comes after it ("The new `InlineProcessor` provides two major
+    enhancements to `Patterns`:"); a citation after it does not count."""
+    return strip_citations(sentence).rstrip().endswith(INTRODUCING_MARKS)
+
+
 _LIST_NUMBER = re.compile(r"^[ \t>]*(\d{1,3}[.)])(?=[ \t])", re.MULTILINE)
 
 
