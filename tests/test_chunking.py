@@ -130,15 +130,6 @@ def test_a_sentence_introducing_a_table_or_code_moves_on_with_it_when_a_chunk_cl
     assert len(chunks) == 1
 
 
-def test_every_piece_of_a_list_cut_across_chunks_opens_with_the_sentence_that_introduces_it():
-    items = [f"- Item {i}: " + " ".join(f"word{i}x{j}" for j in range(12)) for i in range(12)]
-    lead = "The following items are always ignored:"
-    chunks = chunk_markdown(f"# T\n\n{lead}\n\n" + "\n".join(items) + "\n", chunk_tokens=96).chunks
-    assert len(chunks) > 2
-    assert all(chunk.text.startswith(lead + "\n\n- Item ") for chunk in chunks)
-    assert [item for chunk in chunks for item in chunk.text.split("\n") if item.startswith("- ")] == items
-
-
 def test_a_code_block_over_the_budget_stays_whole():
     code = "\n".join(f"    value_{i} = compute(value_{i - 1}, factor={i})" for i in range(1, 13))
     text = f"# T\n\nBefore.\n\n```python\ndef build():\n{code}\n```\n\nAfter.\n"

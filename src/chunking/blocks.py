@@ -163,10 +163,6 @@ def _pack_section(blocks: Sequence[Block], budget: int, tokens: TokenCounter) ->
     current: list[Block] = []
     used = 0
     pieces = [piece for block in blocks for piece in _fit(block, budget, tokens)]
-    # A list's lead-in, repeated on every piece of the list as a table's header row is: "The following tags are
-    # always ignored:" is what the items of a later piece are, read alone.
-    leads = {block.group: before for index, block in enumerate(pieces) if block.kind == "item" and index
-             and (before := pieces[index - 1]).group != block.group and introduces(before)}
     for index, block in enumerate(pieces):
         continues_group = bool(current) and block.group >= 0 and current[-1].group == block.group
         carried = False
@@ -188,8 +184,6 @@ def _pack_section(blocks: Sequence[Block], budget: int, tokens: TokenCounter) ->
             yield done
             if block.kind == "row":  # the next piece of the table opens with its header again
                 cost = tokens(block.text) + tokens(block.table_header) + 2 * JOIN_TOKENS
-            elif continues_group and block.group in leads and not current:  # a list's next piece, its lead-in
-                current, used = [leads[block.group]], tokens(leads[block.group].text) + JOIN_TOKENS
         current.append(block)
         used += cost
     if current:
