@@ -165,19 +165,13 @@ def _pack_section(blocks: Sequence[Block], budget: int, tokens: TokenCounter) ->
     pieces = [piece for block in blocks for piece in _fit(block, budget, tokens)]
     for index, block in enumerate(pieces):
         continues_group = bool(current) and block.group >= 0 and current[-1].group == block.group
-        carried = False
-        if block.group >= 0 and not continues_group and current:
-            # A list or table that fits a chunk of its own is not split across two: start it afresh.
-            whole = _group_size(pieces, index, tokens)
-            if used + whole > budget >= whole:
-                done, current = _closing(current)
-                used = sum(tokens(lead.text) + JOIN_TOKENS for lead in current)
-                carried = bool(current)
-                yield done
         cost = tokens(block.text) + JOIN_TOKENS
         if block.kind == "row" and not continues_group:
             cost += tokens(block.table_header) + JOIN_TOKENS
-        if current and used + cost > budget and not carried:
+        # A list or table that fits a chunk of its own is not split across two: start it afresh.
+        opens_group = block.group >= 0 and not continues_group
+        whole = _group_size(pieces, index, tokens) if current and opens_group else 0
+        if current and (used + cost > budget or used + whole > budget >= whole > 0):
             done, current = _closing(current)
             used = sum(tokens(lead.text) + JOIN_TOKENS for lead in current)
             # What a lead-in introduces joins it even past the budget, as an item or code block may pass it alone.
