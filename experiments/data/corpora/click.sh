@@ -1,0 +1,40 @@
+# Click's documentation (BSD-3-Clause licence), a held-out docs benchmark corpus (MyST Markdown);
+# questions: experiments/data/docs_click_questions.jsonl
+PACKAGE=click
+VERSION=8.5.1
+SDIST_SHA256=9bbfada76703fd1d784b83eea012e3e8c6a001a876543ef104fa56aaaeb072b4
+LICENSE_FILE=LICENSE.txt
+DOCS_ROOT=docs   # the documentation folder inside the sdist; its files keep their paths under docs_corpus/$NAME/docs/
+DOCS=(
+  quickstart.md
+  virtualenv.md
+  why.md
+  design-opinions.md
+  click-concepts.md
+  parameters.md
+  parameter-types.md
+  options.md
+  option-decorators.md
+  arguments.md
+  commands-and-groups.md
+  commands.md
+  documentation.md
+  prompts.md
+  handling-files.md
+  advanced.md
+  complex.md
+  extending-click.md
+  testing.md
+  utils.md
+  shell-completion.md
+  exceptions.md
+  command-line-reference.md
+  unicode-support.md
+  wincmd.md
+  entry-points.md
+  standalone-apps-briefcase.md
+  standalone-apps-nuitka.md
+  support-multiple-versions.md
+  upgrade-guides.md
+  faqs.md
+)
