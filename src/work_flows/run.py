@@ -32,8 +32,6 @@ class QueryRun(BaseModel):
     reports: dict[str, SubqueryReport] = Field(default_factory=dict)
     ranked: dict[str, list[NodeWithScore]] = Field(default_factory=dict, description="Reranked, best first.")
     searched_as: dict[str, str] = Field(default_factory=dict, description="Query text behind each best document.")
-    followed: dict[str, str] = Field(
-        default_factory=dict, description="The name on its parent's page a hop's best document was searched for.")
     attempts: dict[str, int] = Field(default_factory=dict, description="Searches run per subquery.")
     rewritten: dict[str, str] = Field(default_factory=dict, description="LLM rewrites of `{sN}` subqueries.")
     hyde: dict[str, str] = Field(default_factory=dict, description="Hypothetical passages per subquery.")

@@ -163,7 +163,6 @@ def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tup
     score; a side named by code puts the passages that name it first, `side_code`, led by the one that opens the page
     or section its name heads, `headed_by` and `opening`) and note the query behind its best."""
     query_of: dict[tuple[str, str], str] = {}
-    entity_of: dict[tuple[str, str], str] = {}
     for sq_id in subquery_ids:
         run.ranked.setdefault(sq_id, [])
     for (sq_id, candidate), score in zip(fresh, scores):
@@ -176,7 +175,6 @@ def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tup
             ranked.pop(before)
         ranked.append(NodeWithScore(node=candidate.hit.node, score=score))
         query_of[(sq_id, node_id)] = candidate.variant.request.text
-        entity_of[(sq_id, node_id)] = candidate.variant.entity or ""
     by_id = {sq.id: sq for sq in run.plan.subqueries}
     for sq_id in subquery_ids:
         ranked = run.ranked[sq_id]
@@ -192,4 +190,3 @@ def merge_scores(run: QueryRun, subquery_ids: Sequence[str], fresh: Sequence[tup
             ranked.sort(key=lambda h: h.score or 0.0, reverse=True)
         if ranked and (sq_id, ranked[0].node.node_id) in query_of:
             run.searched_as[sq_id] = query_of[(sq_id, ranked[0].node.node_id)]
-            run.followed[sq_id] = entity_of[(sq_id, ranked[0].node.node_id)]

@@ -48,7 +48,6 @@ from ...core.sources import passage_text
 from ...core.text import unexplained_words
 from ..policy import RetrievalPolicy
 from ..run import QueryRun
-from .bridge import titled_by
 
 
 def bridge_parent(plan: ExecutedPlan, sq: SubQuery) -> str | None:
@@ -94,26 +93,9 @@ def passages_handed_over(policy: RetrievalPolicy, run: QueryRun) -> dict[str, li
     for sq in run.plan.subqueries:
         report = run.reports.get(sq.id)
         if sq.id in rankings and (sq.id in run.idle_hops or holds_back(
-                policy, run.plan, sq, covered=report is not None and report.status == "covered")
-                or (_TRIAL and bridge_parent(run.plan, sq) is not None and rankings[sq.id]
-                    and not follows_the_document(rankings[sq.id][0], run.followed.get(sq.id, "")))):
+                policy, run.plan, sq, covered=report is not None and report.status == "covered")):
             rankings[sq.id] = []
     return rankings
-
-
-_TRIAL = True
-
-
-def follows_the_document(best: NodeWithScore, name: str) -> bool:
-    """Whether a hop's best passage is where its parent's page pointed: on a page read by its structure (a chunk
-    with a section path), the page or a section its followed name heads; any page of a collection of whole pages."""
-    metadata = best.node.metadata
-    if "section" not in metadata:
-        return True
-    if not name:
-        return False
-    places = [str(metadata.get("title", "")), *str(metadata.get("section", "")).split(" > ")]
-    return any(place and titled_by(place, name) for place in places)
 
 
 def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
