@@ -66,8 +66,8 @@ from dagrag.ingest import ingest_nodes, make_node
 from dagrag.stack import build_agents, build_embed_model, build_llm, build_reranker
 from dagrag.store import open_vector_store
 
-SYSTEMS = ("single", "dag", "oracle", "subq", "dag-rule")
-DAGRAG_SYSTEMS = ("single", "dag", "oracle", "dag-rule")  # the ones with a plan and checked citations
+SYSTEMS = ("single", "dag", "dag-no-bridge", "oracle", "subq", "dag-rule")
+DAGRAG_SYSTEMS = ("single", "dag", "dag-no-bridge", "oracle", "dag-rule")  # the ones with a plan and checked citations
 METRICS = ("em", "f1", "concise", "match", "abstained", "recall", "joint_recall", "passages_per_question",
            "context_tokens", "coverage_ratio", "support_rate", "llm_calls", "llm_tokens", "llm_prompt_tokens")
 SUMMARY_KEYS = (*METRICS, "latency_p50_s", "latency_p95_s", "n", "failures")
@@ -460,7 +460,9 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def skip_reason(name: str, llm: Any, examples: list[Example]) -> str | None:
+def skip_reason(name: str, llm: Any, examples: list[Example], planner: str = "llm") -> str | None:
+    if name == "dag-no-bridge" and llm is not None and planner == "llm":
+        return "an LLM plans (PLANNER=llm), and PLANNER_BRIDGE changes only the rule planner's plans; not dag again"
     if name == "subq" and llm is None:
         return "needs an LLM (set DAGRAG_LLM); not run rather than faked"
     if name == "dag-rule" and llm is None:
@@ -479,9 +481,11 @@ def run_corpus(examples: list[Example], docs_folder: Path | None, base: Settings
 
 
 def dagrag_workflow(name: str, settings: Settings, llm: Any, embed_model: Any, reranker: Any) -> QueryWorkflow:
-    # dag-rule: the rule planner; the writer, verifier and resolver keep the LLM
+    # dag-rule: the rule planner; the writer, verifier and resolver keep the LLM. dag-no-bridge: the rule planner
+    # splits comparisons and plans every other question as one search (PLANNER_BRIDGE=false).
     variant = settings.model_copy(update={"planner_enable_dag": name != "single",
-                                          **({"planner": "rule"} if name == "dag-rule" else {})})
+                                          **({"planner": "rule"} if name == "dag-rule" else {}),
+                                          **({"planner_bridge": False} if name == "dag-no-bridge" else {})})
     agents = build_agents(variant, llm=llm, embed_model=embed_model, reranker=reranker)
     return QueryWorkflow(**vars(agents), settings=variant)
 
@@ -510,7 +514,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
 
     skipped: dict[str, str] = {}
     for name in systems:
-        reason = skip_reason(name, llm, examples)
+        reason = skip_reason(name, llm, examples, settings.planner)
         if reason:
             skipped[name] = reason
             print(f"skipping {name}: {reason}", file=sys.stderr)

@@ -116,8 +116,38 @@ def test_a_malformed_record_names_file_and_line(tmp_path):
 
 
 def test_an_unknown_system_lists_the_valid_ones(tmp_path):
-    with pytest.raises(SystemExit, match=r"unknown system.*valid: single, dag, oracle, subq, dag-rule"):
+    with pytest.raises(SystemExit, match=r"unknown system.*valid: single, dag, dag-no-bridge, oracle, subq, dag-rule"):
         eval_script.main(["--data", str(SAMPLE), "--systems", "dag,magic", "--out", str(tmp_path)])
+
+
+def test_dag_without_bridge_hops_is_skipped_only_where_an_llm_plans():
+    assert eval_script.skip_reason("dag-no-bridge", None, []) is None
+    assert eval_script.skip_reason("dag-no-bridge", object(), [], "rule") is None
+    assert "PLANNER_BRIDGE" in eval_script.skip_reason("dag-no-bridge", object(), [], "llm")
+
+
+@pytest.mark.slow
+def test_dag_without_bridge_hops_splits_comparisons_and_searches_every_other_question_once(tmp_path,
+                                                                                        sample_store_path):
+    out = tmp_path / "out"
+    assert eval_script.main(["--data", str(SAMPLE), "--limit", "6", "--seed", "3", "--budget", "2",
+                             "--systems", "single,dag,dag-no-bridge", "--index-dir", str(tmp_path / "index"),
+                             "--out", str(out)]) == 0
+    rows = {(r["system"], r["id"]): r for r in map(json.loads, (out / "per_question.jsonl").read_text().splitlines())}
+    ids = {question for _, question in rows}
+
+    def compared(question: str) -> bool:  # dag's plan splits it by side
+        return any(sq["role"] == "side" for sq in rows[("dag", question)]["plan"]["subqueries"])
+
+    assert {compared(i) for i in ids} == {True, False}  # the sample's six hold both kinds
+    for question in ids:
+        mine, dag, single = (rows[(s, question)] for s in ("dag-no-bridge", "dag", "single"))
+        like = dag if compared(question) else single
+        assert mine["plan"]["subqueries"] == like["plan"]["subqueries"]
+        assert [s["title"] for s in mine["sources"]] == [s["title"] for s in like["sources"]]
+        assert mine["answer"] == like["answer"]
+    # and dag itself hopped on some of the others: the setting changed what ran
+    assert any(len(rows[("dag", i)]["plan"]["subqueries"]) > 1 for i in ids if not compared(i))
 
 
 @pytest.mark.slow
