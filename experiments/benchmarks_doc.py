@@ -123,7 +123,8 @@ def all_sets_section() -> str:
                 if r["systems"]["dag"]["joint_recall"] < r["systems"]["single"]["joint_recall"]]
     behind = ("dag trails one search on " + "; ".join(trailing) + ". Where dag trails, its hops usually took "
               "slots from passages one search had already found: for collections of single-page lookups, "
-              "`--no-dag` (or `DAGRAG_PLANNER_ENABLE_DAG=false`) can be the better setting." if trailing
+              "`--no-bridge` (`DAGRAG_PLANNER_BRIDGE=false`: comparisons still split) or `--no-dag` can be the "
+              "better setting (below)." if trailing
               else "dag finds at least what one search finds on every set and budget.")
     sets = all_sets.RESULTS
     wiki = [s.description for s in all_sets.SETS if s.corpus is None]

@@ -42,6 +42,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["collection"] = args.collection
     if getattr(args, "no_dag", False):
         overrides["planner_enable_dag"] = False
+    if getattr(args, "no_bridge", False):
+        overrides["planner_bridge"] = False
     return Settings(**overrides)
 
 
@@ -239,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     printed.add_argument("--mermaid", action="store_true", help="print the executed plan as a Mermaid flowchart")
     query.add_argument("--collection", help="collection name")
     query.add_argument("--no-dag", action="store_true", help="the single-query baseline path")
+    query.add_argument("--no-bridge", action="store_true",
+                       help="split comparisons only; search every other question once (DAGRAG_PLANNER_BRIDGE=false)")
     query.set_defaults(func=cmd_query)
     serve = commands.add_parser("serve", help="serve the HTTP API (WorkflowServer, /search, /query, /health, /metrics)")
     serve.add_argument("--host", help="address to bind (default: DAGRAG_SERVE_HOST or 127.0.0.1; "

@@ -130,6 +130,27 @@ def test_the_sources_table_says_where_each_passage_is(tmp_path, monkeypatch, cap
     assert "Quillpress >" in table and "From a wheel" in table  # title > section, folded into its column
 
 
+def test_no_bridge_splits_a_comparison_and_searches_any_other_question_once(tmp_path, monkeypatch, capsys) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tools.md").write_text(
+        "# Tools\n\n## Quillpress\n\nQuillpress builds wheels with Python 3.11 or newer.\n\n## Stowbuild\n\n"
+        "Stowbuild builds wheels with Python 3.9 or newer.\n", encoding="utf-8")
+    monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "qdrant"))
+    monkeypatch.setenv("DAGRAG_COLLECTION", "bridge")
+    assert main(["ingest", str(docs)]) == 0
+
+    def plan(*question: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["query", *question, "--json"]) == 0
+        return [sq["role"] for sq in json.loads(capsys.readouterr().out)["plan"]["subqueries"]]
+
+    asked = "Which Python version does the tool that builds wheels need?"
+    assert plan(asked) == ["question", "bridge"]
+    assert plan(asked, "--no-bridge") == ["question"]
+    assert plan("How does Quillpress differ from Stowbuild?", "--no-bridge") == ["side", "side", "question"]
+
+
 def test_a_location_names_the_file_and_its_line_or_page_and_nothing_for_a_record_without_a_file() -> None:
     from dagrag.core.result import Source
     from dagrag.core.sources import source_location
