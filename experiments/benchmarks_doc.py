@@ -150,10 +150,9 @@ questions for which all of it is there. The commit column is the commit each res
 
 On the documentation sets dag's gain comes from comparisons, each side searched for its own document; a question one
 section answers gains nothing from a bridge hop, and at budget 2 the hop's passage often takes the slot of the one
-that answered. `DAGRAG_PLANNER_BRIDGE=false` (eval.py's system `dag-no-bridge`) keeps the comparison split and
-plans every other question as one search; its column is computed from the same runs (a comparison's row is dag's,
-any other question's is single's: exact for an offline run, checked row by row on black at budget 2). Which of the
-two is better depends on the collection: measure on your own questions (docs/eval.md).
+that answered. `DAGRAG_PLANNER_BRIDGE=false` (`dagrag query --no-bridge`; eval.py's system `dag-no-bridge`, run
+beside single and dag on every docs set) keeps the comparison split and searches every other question once. Which of
+the two is better depends on the collection: measure on your own questions (docs/eval.md).
 
 {all_sets.comparisons_only_table()}
 

@@ -59,23 +59,18 @@ def test_an_answers_row_reads_match_and_abstaining_from_the_file(tmp_path, monke
         "| black docs | 4 | 0.250 | 0.500 | 0.800 (10 questions) | 0.125 | 0.750 (76 questions) | abc1234 |"]
 
 
-def test_the_comparisons_only_column_takes_dags_comparisons_and_single_everywhere_else(tmp_path, monkeypatch):
+def test_the_no_bridge_column_reads_its_own_system_on_docs_sets_only(tmp_path, monkeypatch):
     monkeypatch.setattr(all_sets, "RESULTS", tmp_path)
-
-    def kinds(comparison: float, fact: float) -> dict:
-        return {"comparison": {"n": 2, "recall": comparison, "joint_recall": comparison},
-                "fact": {"n": 6, "recall": fact, "joint_recall": fact},
-                "out-of-collection": {"n": 38, "recall": 0.0, "joint_recall": 0.0}}
-
-    single = {"n": 8, "recall": 0.75, "joint_recall": 0.75, "by_type": kinds(comparison=0.0, fact=1.0)}
-    dag = {"n": 8, "recall": 0.625, "joint_recall": 0.625, "by_type": kinds(comparison=1.0, fact=0.5)}
+    stats = {"n": 8, "recall": 0.75, "joint_recall": 0.75}
     record = {"set": "black", "budget": 2, "commit": "abc1234", "held_out": False, "config": {"budget": 2},
-              "systems": {"single": single, "dag": dag}}
-    assert all_sets.split_comparisons_only(record) == (1.0, 1.0)  # both comparisons from dag, six facts from single
+              "systems": {"single": stats, "dag": {**stats, "joint_recall": 0.625},
+                          "dag-no-bridge": {**stats, "joint_recall": 0.875}}}
     (tmp_path / "black-k2.json").write_text(json.dumps(record), encoding="utf-8")
     (tmp_path / "hotpotqa-k2.json").write_text(json.dumps({**record, "set": "hotpotqa"}), encoding="utf-8")
+    without = {**record, "set": "hatch", "systems": {"single": stats, "dag": stats}}  # a file from before it ran
+    (tmp_path / "hatch-k2.json").write_text(json.dumps(without), encoding="utf-8")
     rows = all_sets.comparisons_only_table().splitlines()
-    assert rows[2:] == ["| black docs | 2 | 0.750 | 0.625 | 1.000 | +0.250 | abc1234 |"]  # docs sets only
+    assert rows[2:] == ["| black docs | 2 | 0.750 | 0.625 | 0.875 | +0.125 | abc1234 |"]
 
 
 def test_a_long_set_name_is_cut_after_a_hyphen_so_labels_do_not_run_into_each_other():
