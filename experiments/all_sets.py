@@ -124,6 +124,11 @@ def records() -> list[dict]:
             if result_path(s.name, b).exists()]
 
 
+def row_name(record: dict) -> str:
+    """A result's set as its table rows name it: its description, marked when it is the held-out set."""
+    return BY_NAME[record["set"]].description + (" (held out)" if record["set"] == HELD_OUT else "")
+
+
 def table() -> str:
     """The Markdown table of every kept result: recall and joint recall, single against dag, per set and budget."""
     rows = ["| set | questions | budget | single recall | dag recall | single joint | dag joint | dag − single "
@@ -131,7 +136,7 @@ def table() -> str:
     for record in records():
         single, dag = record["systems"]["single"], record["systems"]["dag"]
         delta = dag["joint_recall"] - single["joint_recall"]
-        name = BY_NAME[record["set"]].description + (" (held out)" if record["set"] == HELD_OUT else "")
+        name = row_name(record)
         rows.append(f"| {name} | {dag['n']} | {record['budget']} | {single['recall']:.3f} | {dag['recall']:.3f} | "
                     f"{single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | {delta:+.3f} | "
                     f"{record['commit']} |")
@@ -150,7 +155,7 @@ def answers_table() -> str:
             continue
         ooc = dag["by_type"].get("out-of-collection")
         outside = f"{ooc['abstained']:.3f} ({ooc['n']} questions)" if ooc else "-"
-        name = BY_NAME[record["set"]].description + (" (held out)" if record["set"] == HELD_OUT else "")
+        name = row_name(record)
         found = (f"{dag['match_where_found']:.3f} ({dag['n_found']} questions)" if "match_where_found" in dag
                  else "-")
         rows.append(f"| {name} | {record['budget']} | {single['match']:.3f} | {dag['match']:.3f} | {found} | "
@@ -169,7 +174,7 @@ def comparisons_only_table() -> str:
             continue
         single, dag = record["systems"]["single"], record["systems"]["dag"]
         delta = round(mine["joint_recall"] - single["joint_recall"], 4) + 0.0  # an equal share reads +0.000
-        name = BY_NAME[record["set"]].description + (" (held out)" if record["set"] == HELD_OUT else "")
+        name = row_name(record)
         rows.append(f"| {name} | {record['budget']} | {single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | "
                     f"{mine['joint_recall']:.3f} | {delta:+.3f} | {record['commit']} |")
     return "\n".join(rows)

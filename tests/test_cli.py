@@ -113,15 +113,20 @@ def test_the_default_store_is_in_the_users_data_directory_whatever_the_working_f
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_sources_table_says_where_each_passage_is(tmp_path, monkeypatch, capsys) -> None:
+def _ingested(tmp_path, monkeypatch, collection: str, name: str, page: str) -> None:
+    """One Markdown page ingested with the CLI into `collection` of a store under `tmp_path`."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "install.md").write_text(
-        "# Installing Quillpress\n\nIntro line.\n\n## From a wheel\n\nRun `pip install quillpress` to install the "
-        "Quillpress wheel; it needs Python 3.11 or newer.\n", encoding="utf-8")
+    (docs / name).write_text(page, encoding="utf-8")
     monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "qdrant"))
-    monkeypatch.setenv("DAGRAG_COLLECTION", "where")
+    monkeypatch.setenv("DAGRAG_COLLECTION", collection)
     assert main(["ingest", str(docs)]) == 0
+
+
+def test_the_sources_table_says_where_each_passage_is(tmp_path, monkeypatch, capsys) -> None:
+    _ingested(tmp_path, monkeypatch, "where", "install.md",
+              "# Installing Quillpress\n\nIntro line.\n\n## From a wheel\n\nRun `pip install quillpress` to install "
+              "the Quillpress wheel; it needs Python 3.11 or newer.\n")
     capsys.readouterr()
     assert main(["query", "Which Python version does the Quillpress wheel need?", "--no-dag"]) == 0
     printed = capsys.readouterr().out
@@ -131,14 +136,9 @@ def test_the_sources_table_says_where_each_passage_is(tmp_path, monkeypatch, cap
 
 
 def test_no_bridge_splits_a_comparison_and_searches_any_other_question_once(tmp_path, monkeypatch, capsys) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "tools.md").write_text(
-        "# Tools\n\n## Quillpress\n\nQuillpress builds wheels with Python 3.11 or newer.\n\n## Stowbuild\n\n"
-        "Stowbuild builds wheels with Python 3.9 or newer.\n", encoding="utf-8")
-    monkeypatch.setenv("DAGRAG_QDRANT_PATH", str(tmp_path / "qdrant"))
-    monkeypatch.setenv("DAGRAG_COLLECTION", "bridge")
-    assert main(["ingest", str(docs)]) == 0
+    _ingested(tmp_path, monkeypatch, "bridge", "tools.md",
+              "# Tools\n\n## Quillpress\n\nQuillpress builds wheels with Python 3.11 or newer.\n\n## Stowbuild\n\n"
+              "Stowbuild builds wheels with Python 3.9 or newer.\n")
 
     def plan(*question: str) -> list[str]:
         capsys.readouterr()
