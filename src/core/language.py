@@ -46,8 +46,8 @@ class Language:
     - `than_comparatives`: comparatives that open "X ... than Y" besides the comparison cues ("faster", "better");
       "other than" and "rather than" compare nothing.
     - `superlatives`: words that compare a list of three or more ("oldest", "fastest").
-    - `contrast_words`: words that only say two things are compared or chosen between ("difference", "versus",
-      "similar", "pick"): a cue, but no part of a search (a passage about one side never states them).
+    - `contrast_words`: words that only say two things are compared ("difference", "versus"): a cue, but no part
+      of a search.
     - `linked_cues`: each word that joins the second name ("than", "from"), in the order tried, with the cues it
       needs right before it ("differ *from*", "similar *to*"); the comparison cues and `than_comparatives` may
       come anywhere before "than" ("more titles did X win *than* Y").
@@ -231,8 +231,8 @@ ENGLISH = Language(
         """best worst fastest slowest largest biggest smallest highest lowest tallest shortest longest heaviest
         lightest richest poorest deepest widest greatest newest cheapest strongest weakest closest earliest"""),
     contrast_words=_words(
-        """difference differences differ differs differed different distinct compare compares compared comparable
-        contrast versus vs similar equivalent identical analogous alike pick choose prefer"""),
+        """difference differences differ differs differed distinct compare compares compared comparable contrast
+        versus vs"""),
     linked_cues=(("than", frozenset()), ("from", _words("differ differs differed different distinct")),
                  ("to", _words("similar compared comparable")), ("with", _words("compare compares compared"))),
     not_attributes=_words("both same either"),
