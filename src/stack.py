@@ -153,7 +153,8 @@ def build_agents(
     language: Language = ENGLISH,
 ) -> Agents:
     """Every agent from Settings; `llm` takes any LlamaIndex LLM, `reranker` an agent or a bare pair scorer, `language`
-    the words and sentence forms the rule planner reads questions with (`core/language.py`).
+    the words and sentence forms the rule planner reads questions with and the offline writer reads passages with
+    (`core/language.py`).
 
     What can be refused cheaply comes first (an LLM without its key, a missing collection), the models after."""
     client = build_llm_client(settings, llm)
@@ -166,7 +167,7 @@ def build_agents(
     passage_chars = settings.llm_passage_chars
     writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences,
                                  passage_chars=passage_chars, evidence_sentences=settings.llm_evidence_sentences,
-                                 answers_from=settings.abstain_below)
+                                 answers_from=settings.abstain_below, language=language)
     if client is not None and settings.writer_mode == "aggregate":
         writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences,
                                  passage_chars=passage_chars)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from llama_index.core import PromptTemplate
 
+from ..core.language import ENGLISH, Language
 from ..core.markup import plain
 from ..core.plan import ExecutedPlan
 from ..core.replies import split_concise_answer
@@ -182,6 +183,7 @@ class WriterAgent:
         passage_chars: int | None = None,
         evidence_sentences: int = 0,
         answers_from: float = 0.1,
+        language: Language = ENGLISH,
     ) -> None:
         self.reranker = reranker
         self.client = client
@@ -189,6 +191,7 @@ class WriterAgent:
         # The offline writer's bar for "this sentence answers the question" (cross-encoder probability against the
         # question): the abstain check's, ABSTAIN_BELOW, so both read the same scores the same way.
         self.answers_from = answers_from
+        self.language = language  # which sentences go on from the one before them (`Language.referring_openers`)
         self.passage_chars = passage_chars  # each source shown to the LLM is cut to this many characters
         # The LLM reads, of each source, this many best-scoring sentences (each after its neighbour); 0: all of it.
         self.evidence_sentences = evidence_sentences
@@ -323,13 +326,16 @@ class WriterAgent:
 
     async def _with_neighbours(self, question: str, scored: _ScoredSentences, chosen: list[int]) -> list[int]:
         """`chosen` and, beside each, the sentence before or after it in its passage where that one answers too (by
-        `answers_from`) and the two read together answer the question better than the chosen one alone (the
-        cross-encoder, against the question, scores the pairs in one batch). A passage's point often spans a sentence
-        end: "Black defaults to 88 characters per line, which happens to be 10% over 80." answers "Why 88 and not
-        80?" fully only with "This number was found to produce significantly shorter files." after it. Both tests
-        are needed: a pair's score rises with almost any neighbour ("You've successfully cut a new release." 0.60,
-        with "Go stand up and take a break." after it 0.73), and an answering neighbour may repeat rather than
-        continue. Neighbours go beyond `max_sentences`: they complete a quoted sentence, they are not another one."""
+        `answers_from`), or the later of the two goes on from the earlier ("… controls how many fields can be parsed.
+        *It* is set to 1000 by default."; `Language.goes_on_from_before`), and the two read together answer the
+        question better than the chosen one alone (the cross-encoder, against the question, scores the pairs in one
+        batch). A passage's point often spans a sentence end: "Black defaults to 88 characters per line, which happens
+        to be 10% over 80." answers "Why 88 and not 80?" fully only with "This number was found to produce
+        significantly shorter files." after it. Two tests are needed: a pair's score rises with almost any neighbour
+        ("You've successfully cut a new release." 0.60, with "Go stand up and take a break." after it 0.73), and an
+        answering neighbour may repeat rather than continue; a sentence that opens with "It" answers nothing alone
+        (whatever "it" is, the cross-encoder cannot tell). Neighbours go beyond `max_sentences`: they complete a
+        quoted sentence, they are not another one."""
         candidates = scored.candidates
         at = {(c.source_number, c.position): i for i, c in enumerate(candidates)}
         # A sentence that announces what follows ("… follow these steps:") is quoted with what it announces.
@@ -342,8 +348,11 @@ class WriterAgent:
             candidate = candidates[index]
             for step in (-1, 1):
                 neighbour = at.get((candidate.source_number, candidate.position + step))
-                if (neighbour is not None and neighbour not in chosen
-                        and scored.question_score[neighbour] >= self.answers_from):
+                if neighbour is None or neighbour in chosen:
+                    continue
+                later = candidates[max(index, neighbour, key=lambda i: candidates[i].position)].sentence
+                if (scored.question_score[neighbour] >= self.answers_from
+                        or self.language.goes_on_from_before(later)):
                     windows.append((index, neighbour))
         if not windows:
             return chosen

@@ -1,4 +1,5 @@
-"""The words and sentence forms the offline planner and the bridge hop read, for one language: English here.
+"""The words and sentence forms the offline planner, the bridge hop and the offline writer read, for one language:
+English here.
 
 A comparison is recognised by its *form* ("How does X differ from Y?", "X vs Y: which ...?", "Should I use X
 or Y for Z?"), whatever X and Y look like: capitalised names, lower-case package names, dotted paths,
@@ -30,7 +31,7 @@ def _alternation(words: Iterable[str], *, longest_first: bool = False) -> str:
 
 @dataclass(frozen=True)
 class Language:
-    """What the offline planner and the bridge hop need to know about a language.
+    """What the offline planner, the bridge hop and the offline writer need to know about a language.
 
     Comparisons by form:
     - `comparison_forms`: patterns over the whole question (trailing "?" removed), each with groups `a` and
@@ -73,6 +74,11 @@ class Language:
     - `clause_openers`: words that open a relative clause ("the country *in which* the hero ... is stranded").
     - `dangling_words`: words a clause may end with once its names are gone ("the lyrics *of*"), dropped.
     - `possessive`: the possessive ending as a regex ("Marwick*'s*"), dropped from a name.
+
+    Sentences (the offline writer reads a passage sentence by sentence):
+    - `referring_openers`: lower-case words that open a sentence which goes on from the one before it ("*It* is set
+      to 1000 by default.", "*Instead*, the interactive debugger is shown."): alone it says nothing of what it is
+      about.
     """
 
     comparison_forms: tuple[re.Pattern[str], ...]
@@ -99,6 +105,7 @@ class Language:
     clause_openers: frozenset[str] = frozenset()
     dangling_words: frozenset[str] = frozenset()
     possessive: str = _NEVER
+    referring_openers: frozenset[str] = frozenset()
     max_side_words: int = 8
 
     # Mappings are fields as tuples of pairs, so a Language stays hashable and comparable like any frozen dataclass
@@ -179,6 +186,12 @@ class Language:
     def possessive_end(self) -> re.Pattern[str]:
         """A possessive ending at the end of a name."""
         return re.compile(rf"(?:{self.possessive})$")
+
+    def goes_on_from_before(self, sentence: str) -> bool:
+        """Whether `sentence` opens with a word of `referring_openers` (after any list mark or emphasis), so that it
+        goes on from the sentence before it."""
+        first = re.match(r"\W*(\w+)", sentence)
+        return bool(first) and first.group(1).lower() in self.referring_openers
 
 
 def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -267,4 +280,7 @@ ENGLISH = Language(
     clause_openers=_words("which where who whom whose that when while"),
     dangling_words=_words("and or of the for in by to a an"),
     possessive=r"['’]s",
+    referring_openers=_words(
+        """it its they their them this these those he she his her instead otherwise however hence thus therefore
+        then"""),
 )
