@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from dagrag.agents.writer import WriterAgent, _Candidate, _ScoredSentences, excerpt, in_context, quoted_sentences
+from dagrag.core.language import ENGLISH
 from dagrag.core.plan import ExecutedPlan, PlanOrigin, SubQuery
 from dagrag.core.result import RunLedger, Source
 
@@ -100,6 +102,37 @@ def test_a_sentence_is_quoted_with_its_neighbour_where_the_two_together_answer_b
     answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [page], RunLedger())).text
     assert answer == ("Tarn style > Line length: Tarn wraps lines at 96 characters, which is 20% over 80. [1] "
                       "This width was found to give much shorter files than 80 or 79. [1]")
+
+
+def test_a_sentence_that_goes_on_from_a_quoted_one_is_quoted_with_it_though_it_answers_nothing_alone(reranker) -> None:
+    # "It is set to 1000 by default." holds the asked number, but alone it is about nothing (0.001 against the
+    # question): it opens with "It", so it is read with the sentence before it, and the two together answer better
+    # than that one alone. A language that lists no such openers leaves it unsaid; the sentence about platforms,
+    # which opens with a name, is not quoted either way.
+    question = "How many form fields will quill parse out of one request before it gives up, by default?"
+    page = sectioned(1, "Security", "Resource use", "Quill limits what one request may use, so that no client can tie "
+                     "up a worker. The number of form fields it parses is one such limit. "
+                     "It is set to 1000 by default. Quill is written in Python and runs on every platform.")
+    plan = one_search_plan(question)
+    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [page]))
+    assert scored.question_score[1] == max(scored.question_score) and scored.question_score[2] < 0.01  # this case
+    answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [page], RunLedger())).text
+    assert answer == ("Security > Resource use: The number of form fields it parses is one such limit. [1] "
+                      "It is set to 1000 by default. [1]")
+    no_openers = dataclasses.replace(ENGLISH, referring_openers=frozenset())
+    unread = asyncio.run(WriterAgent(reranker, max_sentences=1, language=no_openers).awrite(
+        question, plan, [page], RunLedger())).text
+    assert "1000" not in unread and "every platform" not in unread
+
+
+def test_a_sentence_goes_on_from_the_one_before_when_it_opens_with_a_referring_word() -> None:
+    assert ENGLISH.goes_on_from_before("It is set to 1000 by default.")
+    assert ENGLISH.goes_on_from_before("- *Instead*, the interactive debugger is shown.")
+    assert ENGLISH.goes_on_from_before("In other words, the text is rendered as a paragraph.")
+    assert not ENGLISH.goes_on_from_before("In most cases `root` is an element.")  # a phrase, not its first word
+    assert not ENGLISH.goes_on_from_before("Italy is a country.")  # the whole first word, not its start
+    assert not ENGLISH.goes_on_from_before("`MAX_FORM_PARTS` controls how many fields are parsed.")
+    assert not ENGLISH.goes_on_from_before("")
 
 
 def test_a_quoted_sentence_that_announces_what_follows_is_quoted_with_it(reranker) -> None:

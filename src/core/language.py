@@ -76,9 +76,9 @@ class Language:
     - `possessive`: the possessive ending as a regex ("Marwick*'s*"), dropped from a name.
 
     Sentences (the offline writer reads a passage sentence by sentence):
-    - `referring_openers`: lower-case words that open a sentence which goes on from the one before it ("*It* is set
-      to 1000 by default.", "*Instead*, the interactive debugger is shown."): alone it says nothing of what it is
-      about.
+    - `referring_openers`: lower-case words or phrases that open a sentence which goes on from the one before it
+      ("*It* is set to 1000 by default.", "*Instead*, the interactive debugger is shown.", "*In other words*, ..."):
+      alone it says nothing of what it is about.
     """
 
     comparison_forms: tuple[re.Pattern[str], ...]
@@ -190,8 +190,8 @@ class Language:
     def goes_on_from_before(self, sentence: str) -> bool:
         """Whether `sentence` opens with a word of `referring_openers` (after any list mark or emphasis), so that it
         goes on from the sentence before it."""
-        first = re.match(r"\W*(\w+)", sentence)
-        return bool(first) and first.group(1).lower() in self.referring_openers
+        words = re.findall(r"\w+", sentence[:80].lower())
+        return any(" ".join(words[:length]) in self.referring_openers for length in range(1, min(len(words), 4) + 1))
 
 
 def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -282,5 +282,6 @@ ENGLISH = Language(
     possessive=r"['’]s",
     referring_openers=_words(
         """it its they their them this these those he she his her instead otherwise however hence thus therefore
-        then"""),
+        then""") | {"in other words", "that is", "for example", "for instance", "as a result", "in that case",
+                  "in this case", "on the other hand", "in addition"},
 )
