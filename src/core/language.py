@@ -77,8 +77,8 @@ class Language:
 
     Sentences (the offline writer reads a passage sentence by sentence):
     - `referring_openers`: lower-case words or phrases that open a sentence which goes on from the one before it
-      ("*It* is set to 1000 by default.", "*Instead*, the interactive debugger is shown.", "*In other words*, ..."):
-      alone it says nothing of what it is about.
+      ("*It* is set to 1000 by default.", "*Instead*, the interactive debugger is shown."): alone it says nothing of
+      what it is about.
     """
 
     comparison_forms: tuple[re.Pattern[str], ...]
@@ -282,6 +282,5 @@ ENGLISH = Language(
     possessive=r"['’]s",
     referring_openers=_words(
         """it its they their them this these those he she his her instead otherwise however hence thus therefore
-        then""") | {"in other words", "that is", "for example", "for instance", "as a result", "in that case",
-                  "in this case", "on the other hand", "in addition"},
+        then"""),
 )
