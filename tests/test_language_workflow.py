@@ -1,4 +1,5 @@
-"""A workflow reads questions in the `Language` it is given: one argument reaches the planner and the hops."""
+"""A workflow reads questions in the `Language` it is given: one argument reaches the planner, the hops and the
+offline writer."""
 
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ GERMANISH = replace(
     stopwords=ENGLISH.stopwords | {"wie", "unterscheidet", "sich", "von"})
 
 
-async def test_the_planner_and_the_hops_read_the_language_from_settings_is_given(sample_store_path, embed_model,
-                                                                                reranker) -> None:
+async def test_the_planner_the_hops_and_the_writer_read_the_language_from_settings_is_given(
+        sample_store_path, embed_model, reranker) -> None:
     settings = Settings(qdrant_path=sample_store_path, collection="sample")
     english = QueryWorkflow.from_settings(settings, embed_model=embed_model, reranker=reranker)
     germanish = QueryWorkflow.from_settings(settings, embed_model=embed_model, reranker=reranker, language=GERMANISH)
     assert germanish.hops.language is GERMANISH and germanish.planner.language is GERMANISH
-    assert english.hops.language is ENGLISH
+    assert germanish.writer.language is GERMANISH
+    assert english.hops.language is ENGLISH and english.writer.language is ENGLISH
 
     as_english = await english.run(query=QUESTION)
     as_germanish = await germanish.run(query=QUESTION)

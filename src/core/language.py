@@ -188,8 +188,8 @@ class Language:
         return re.compile(rf"(?:{self.possessive})$")
 
     def goes_on_from_before(self, sentence: str) -> bool:
-        """Whether `sentence` opens with a word of `referring_openers` (after any list mark or emphasis), so that it
-        goes on from the sentence before it."""
+        """Whether `sentence` opens with a word or phrase (of up to four words) of `referring_openers`, after any list
+        mark or emphasis, so that it goes on from the sentence before it."""
         words = re.findall(r"\w+", sentence[:80].lower())
         return any(" ".join(words[:length]) in self.referring_openers for length in range(1, min(len(words), 4) + 1))
 
