@@ -12,7 +12,7 @@ subquery, each read after its document's title and section ("Brenton County: Its
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from llama_index.core import PromptTemplate
 
@@ -156,8 +156,6 @@ class _ScoredSentences:
     # The sentence of the question's own best document (the first source its search kept) that scores highest
     # against the question, or None when the question's search kept nothing.
     question_lead: int | None = None
-    # Sentences scored after the sentence before them (they go on from it): candidate index -> that sentence's index.
-    read_with_before: dict[int, int] = field(default_factory=dict)
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
@@ -284,26 +282,11 @@ class WriterAgent:
             for sq_id in sources[c.source_number - 1].subquery_ids
             if best_source[sq_id] == c.source_number and sq_id in subquery_text and subquery_text[sq_id] != question
         ]
-        # A sentence that goes on from the one before it ("It is a simple namespace object that has the same lifetime
-        # as an application context.") is about nothing alone: it is also read after that one, and that reading is
-        # its score where it answers better than either sentence alone (else "It has mild winters." would take the
-        # score of the answering sentence before it).
-        at = {(c.source_number, c.position): i for i, c in enumerate(candidates)}
-        read_on = [(index, before) for index, c in enumerate(candidates)
-                   if (before := at.get((c.source_number, c.position - 1))) is not None
-                   and self.language.goes_on_from_before(c.sentence)]
-        scores = await self.reranker.ascore(
-            pairs + [(subquery_text[s], candidates[i].in_context) for i, s in subquery_pairs]
-            + [(question, in_context(f"{candidates[b].sentence} {candidates[i].sentence}", candidates[i].context))
-               for i, b in read_on])
-        question_score = list(scores[: len(candidates)])
-        read_with_before = {}
-        for (index, before), score in zip(read_on, scores[len(candidates) + len(subquery_pairs):]):
-            if score > max(scores[index], scores[before]):
-                question_score[index] = score
-                read_with_before[index] = before
+        scores = await self.reranker.ascore(pairs + [(subquery_text[s], candidates[i].in_context)
+                                                     for i, s in subquery_pairs])
+        question_score = scores[: len(candidates)]
         best_for: dict[str, tuple[float, int]] = {}
-        for (index, sq_id), score in zip(subquery_pairs, scores[len(candidates):len(candidates) + len(subquery_pairs)]):
+        for (index, sq_id), score in zip(subquery_pairs, scores[len(candidates):]):
             combined = (score + question_score[index]) / 2
             if combined > best_for.get(sq_id, (-1.0, -1))[0]:
                 best_for[sq_id] = (combined, index)
@@ -311,7 +294,7 @@ class WriterAgent:
                            if sq.text == question and sq.id in best_source), default=None)
         own = [i for i, c in enumerate(candidates) if c.source_number == lead_source]
         question_lead = max(own, key=lambda i: question_score[i]) if own else None
-        return _ScoredSentences(candidates, question_score, best_for, question_lead, read_with_before)
+        return _ScoredSentences(candidates, question_score, best_for, question_lead)
 
     def _chosen(self, plan: ExecutedPlan, scored: _ScoredSentences) -> list[int]:
         """The candidates the extractive answer quotes (indices), by how well each answers the question."""
@@ -359,10 +342,7 @@ class WriterAgent:
         announced = [following for index in chosen if introduces_what_follows(candidates[index].sentence)
                      and (following := at.get((candidates[index].source_number, candidates[index].position + 1)))
                      is not None and following not in chosen]
-        # A sentence that answered as read after the sentence before it is quoted after it, as it was read.
-        read_after = [before for index in chosen if (before := scored.read_with_before.get(index)) is not None
-                      and before not in chosen]
-        chosen = chosen + list(dict.fromkeys(announced + read_after))
+        chosen = chosen + list(dict.fromkeys(announced))
         windows: list[tuple[int, int]] = []  # (chosen sentence, its neighbour)
         for index in chosen:
             candidate = candidates[index]
