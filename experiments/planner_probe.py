@@ -109,13 +109,19 @@ async def replay(examples: list[Example], settings: Settings, plans: dict[str, d
             ("llm-plan", "dag", as_given(plans[example.id]["plan"]))]
         if example.decomposition:
             runs.append(("oracle", "dag", Plan.model_validate(decomposition_plan(example))))
+        ran: dict[str, dict[str, Any]] = {}
         for name, workflow, plan in runs:
             result, seconds = await run_dagrag(workflows[workflow], example, plan)
             row = dagrag_row(example, result, seconds, tokens)
             if name == "llm-plan":
                 row["plan_origin"] = plans[example.id]["origin"]  # how the LLM run got it, not "given"
-            rows.append({"system": name, "id": example.id, "question": example.question, "type": example.type,
-                         "gold": example.answers, "supporting": example.supporting_titles, **row})
+            ran[name] = {"system": name, "id": example.id, "question": example.question, "type": example.type,
+                         "gold": example.answers, "supporting": example.supporting_titles, **row}
+        # PLANNER_SPLIT_COMPARISONS: the rule planner's plan where it splits the question by sides, else the LLM's.
+        # Both plans ran above, and a plan runs the same offline every time, so its row is that plan's row.
+        splits = any(sq.get("role") == "side" for sq in ran["rule-plan"]["plan"]["subqueries"])
+        ran["llm-split"] = {**ran["rule-plan" if splits else "llm-plan"], "system": "llm-split"}
+        rows.extend(ran.values())
     return rows
 
 

@@ -177,7 +177,8 @@ def build_agents(
     return Agents(
         planner=QueryPlannerAgent(client if settings.planner == "llm" else None, subquery_max=settings.subquery_max,
                                   enable_dag=settings.planner_enable_dag, bridge=settings.planner_bridge,
-                                  names=searcher if isinstance(searcher, NameSource) else None, language=language),
+                                  names=searcher if isinstance(searcher, NameSource) else None, language=language,
+                                  split_comparisons=settings.planner_split_comparisons),
         searcher=searcher,
         reranker=reranker,
         writer=writer,

@@ -485,7 +485,13 @@ def test_the_planner_probe_replays_the_llms_plans_offline_and_finds_what_the_llm
     assert [p["origin"] for p in plans] == ["llm"] * 4 and all(len(p["plan"]["subqueries"]) == 2 for p in plans)
     rows = [json.loads(line) for line in (out / "per_question.jsonl").read_text().splitlines()]
     assert sorted((r["system"], r["id"]) for r in rows) == sorted(
-        (system, p["id"]) for p in plans for system in ("single", "rule-plan", "llm-plan"))
+        (system, p["id"]) for p in plans for system in ("single", "rule-plan", "llm-plan", "llm-split"))
+    # With comparisons split (PLANNER_SPLIT_COMPARISONS), a question the rule planner splits by sides runs its plan.
+    by = {(r["system"], r["id"]): r for r in rows}
+    for p in plans:
+        rule = by[("rule-plan", p["id"])]
+        sides = any(sq["role"] == "side" for sq in rule["plan"]["subqueries"])
+        assert by[("llm-split", p["id"])]["plan"] == by[("rule-plan" if sides else "llm-plan", p["id"])]["plan"]
     # The replayed plan hands the writer what the LLM run handed it, question for question.
     llm_run = {r["id"]: [s["title"] for s in r["sources"]] for r in _rows(tmp_path / "eval").values()}
     replayed = {r["id"]: [s["title"] for s in r["sources"]] for r in rows if r["system"] == "llm-plan"}

@@ -74,6 +74,25 @@ async def test_planner_rule_plans_without_the_llm_which_still_writes_and_verifie
     assert result.answer == WRITER_REPLY and result.verification.method == "llm"
 
 
+async def test_with_comparisons_split_a_comparison_is_the_rule_planners_and_any_other_question_the_llms(
+        server, llm_workflow):
+    # PLANNER_SPLIT_COMPARISONS: a question read as a comparison by its form gets one search per side from the rule
+    # planner and costs no plan call; a question that is no comparison is still planned by the LLM.
+    server.script("planner", json.dumps(GOOD_PLAN))
+    workflow = llm_workflow(planner_split_comparisons=True)
+    compared = await workflow.run(query=QUESTION)
+    assert not server.requests_of("planner") and compared.plan.origin.value == "offline"
+    assert [sq.role for sq in compared.plan.subqueries].count("side") == 2
+    assert any("comparison by its form" in note for note in compared.plan.notes)
+    assert [c.agent for c in compared.llm_calls.calls] == ["writer", "verifier"]
+    bridge = "What government position was held by the woman who portrayed Corliss Archer?"
+    server.script("planner", json.dumps({"query": bridge, "subqueries": [
+        {"id": "s1", "text": "woman who portrayed Corliss Archer", "parents": []},
+        {"id": "s2", "text": "government position held by {s1}", "parents": ["s1"]}]}))
+    planned = await workflow.run(query=bridge)
+    assert server.requests_of("planner") and planned.plan.origin.value in ("llm", "repaired")
+
+
 @pytest.mark.parametrize("wrap", [
     lambda plan: f"```json\n{plan}\n```",
     lambda plan: f"Here is the plan you asked for:\n{plan}\nLet me know if you need more.",

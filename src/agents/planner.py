@@ -121,11 +121,14 @@ class QueryPlannerAgent:
         bridge: bool = True,
         language: Language = ENGLISH,
         names: NameSource | None = None,
+        split_comparisons: bool = False,
     ) -> None:
         self.client = client
         self.subquery_max = subquery_max
         self.enable_dag = enable_dag
         self.bridge = bridge
+        # With an LLM: a comparison read by its form is the rule planner's to plan (one search per side).
+        self.split_comparisons = split_comparisons
         self.language = language  # the words and forms the rule planner reads (core/language.py)
         self.names = names  # the collection's names (the searcher): a comparison of lower-case names is still one
         self._known: KnownNames = NO_NAMES  # as last read: a fallback plan at the deadline cannot wait for a read
@@ -144,6 +147,16 @@ class QueryPlannerAgent:
             return self._offline(question, history, PlanOrigin.FALLBACK, ["the given plan was invalid"])
         if self.client is None or not self.enable_dag:
             return self._offline(question, history, PlanOrigin.OFFLINE, [])
+        if self.split_comparisons:
+            # A comparison read by its form is split by the rule planner, one search per side (role `side`: a side
+            # named by code ranks the passages that name it first), without a plan call. A small model writes each
+            # side as a question ("What is the purpose of the --check option in the black code formatter?") that
+            # found neither option's section (black's docs: recorded Qwen2.5-Coder-1.5B plans, joint recall 0.673;
+            # with comparisons split by the rule planner 0.818).
+            by_rule = self._offline(question, history, PlanOrigin.OFFLINE,
+                                    ["a comparison by its form: one search per side, planned without the LLM"])
+            if any(sq.role == "side" for sq in by_rule.subqueries):
+                return by_rule
         notes: list[str] = []
         user = PLANNER_USER.format(history_block=_history_block(history), question=question)
         for _attempt in range(MAX_ATTEMPTS):
