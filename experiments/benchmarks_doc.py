@@ -610,7 +610,9 @@ def planner_section() -> str:
 
 Qwen2.5-Coder-1.5B-Instruct (`scripts/local_llm.sh start`) as the planner, budget 4. Its plans, recorded once
 (one LLM call per question; kept in `experiments/results/{PLANNER_PROBE}/*-plans.jsonl`) and replayed offline beside
-the rule planner's and the question alone (`single`), each scored by what it hands the writer
+the rule planner's and the question alone (`single`), and as `llm-split`: the rule planner's plan for a question it
+reads as a comparison, the LLM's for any other (`DAGRAG_PLANNER_SPLIT_COMPARISONS=true`), each scored by what it
+hands the writer
 (`experiments/planner_probe.py`; HotpotQA dev 20 bridge + 20 comparison seed 1, MuSiQue 20 seed 1, the black,
 Python-Markdown and Hatch docs, the scikit-build-core docs, held out when they were recorded). A change to how plans
 run is measured on them without the model:
