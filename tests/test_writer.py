@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import Any
 
 from dagrag.agents.writer import WriterAgent, _Candidate, _ScoredSentences, excerpt, in_context, quoted_sentences
 from dagrag.core.language import ENGLISH
@@ -24,6 +25,17 @@ def source(number: int, title: str, text: str) -> Source:
 def one_search_plan(question: str) -> ExecutedPlan:
     return ExecutedPlan(query=question, subqueries=[SubQuery(id="s1", text=question)], origin=PlanOrigin.GIVEN,
                         layers=[["s1"]])
+
+
+def scored_for(reranker, question: str, pages: list[Source]) -> _ScoredSentences:
+    """Every sentence of `pages` scored against `question` under a one-search plan, as the writer scores them."""
+    return asyncio.run(WriterAgent(reranker)._score(question, one_search_plan(question), pages))
+
+
+def answer_for(reranker, question: str, pages: list[Source], **options: Any) -> str:
+    """The offline writer's answer to `question` from `pages` under a one-search plan (`options`: WriterAgent's)."""
+    return asyncio.run(WriterAgent(reranker, **options).awrite(question, one_search_plan(question), pages,
+                                                               RunLedger())).text
 
 
 def test_a_sentence_is_read_after_its_documents_title() -> None:
@@ -69,13 +81,12 @@ def test_every_sentence_that_answers_by_the_abstain_checks_bar_is_quoted_while_t
     page = sectioned(1, "Renderer", "Threads", "A single renderer should not be used from several threads at once. "
                      "Create one renderer per thread instead. The renderer keeps its state between calls to `render`. "
                      "Rendering is fast enough for most web servers.")
-    plan = one_search_plan(question)
-    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [page]))
+    scored = scored_for(reranker, question, [page])
     assert 0.1 <= scored.question_score[1] < 0.5 and max(scored.question_score[2:]) < 0.1  # what makes this case
-    answer = asyncio.run(WriterAgent(reranker, answers_from=0.1).awrite(question, plan, [page], RunLedger())).text
+    answer = answer_for(reranker, question, [page], answers_from=0.1)
     assert answer == ("Renderer > Threads: A single renderer should not be used from several threads at once. [1] "
                       "Create one renderer per thread instead. [1]")
-    stricter = asyncio.run(WriterAgent(reranker, answers_from=0.5).awrite(question, plan, [page], RunLedger())).text
+    stricter = answer_for(reranker, question, [page], answers_from=0.5)
     assert "Create one renderer" not in stricter
 
 
@@ -96,10 +107,9 @@ def test_a_sentence_is_quoted_with_its_neighbour_where_the_two_together_answer_b
     page = sectioned(1, "Tarn style", "Line length", "Tarn wraps lines at 96 characters, which is 20% over 80. "
                      "This width was found to give much shorter files than 80 or 79. "
                      "Tarn is written in Python and runs on every platform.")
-    plan = one_search_plan(question)
-    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [page]))
+    scored = scored_for(reranker, question, [page])
     assert scored.question_score[0] > scored.question_score[1] >= 0.1 > scored.question_score[2]  # this case
-    answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [page], RunLedger())).text
+    answer = answer_for(reranker, question, [page], max_sentences=1)
     assert answer == ("Tarn style > Line length: Tarn wraps lines at 96 characters, which is 20% over 80. [1] "
                       "This width was found to give much shorter files than 80 or 79. [1]")
 
@@ -113,15 +123,13 @@ def test_a_sentence_that_goes_on_from_a_quoted_one_is_quoted_with_it_though_it_a
     page = sectioned(1, "Security", "Resource use", "Quill limits what one request may use, so that no client can tie "
                      "up a worker. The number of form fields it parses is one such limit. "
                      "It is set to 1000 by default. Quill is written in Python and runs on every platform.")
-    plan = one_search_plan(question)
-    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [page]))
+    scored = scored_for(reranker, question, [page])
     assert scored.question_score[1] == max(scored.question_score) and scored.question_score[2] < 0.01  # this case
-    answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [page], RunLedger())).text
+    answer = answer_for(reranker, question, [page], max_sentences=1)
     assert answer == ("Security > Resource use: The number of form fields it parses is one such limit. [1] "
                       "It is set to 1000 by default. [1]")
     no_openers = dataclasses.replace(ENGLISH, referring_openers=frozenset())
-    unread = asyncio.run(WriterAgent(reranker, max_sentences=1, language=no_openers).awrite(
-        question, plan, [page], RunLedger())).text
+    unread = answer_for(reranker, question, [page], max_sentences=1, language=no_openers)
     assert "1000" not in unread and "every platform" not in unread
 
 
@@ -143,10 +151,9 @@ def test_a_quoted_sentence_that_announces_what_follows_is_quoted_with_it(reranke
     page = sectioned(1, "Editor integration", "Per project", "If you want tarn to reformat just one project, "
                      "follow these steps:\n\n1. Open the project's properties.\n2. Pick tarn as the formatter.\n\n"
                      "Tarn is written in Python and runs on every platform.")
-    plan = one_search_plan(question)
-    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [page]))
+    scored = scored_for(reranker, question, [page])
     assert scored.question_score[0] == max(scored.question_score)  # this case: the announcing sentence leads
-    answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [page], RunLedger())).text
+    answer = answer_for(reranker, question, [page], max_sentences=1)
     assert answer.startswith("Editor integration > Per project: If you want tarn to reformat just one project, "
                              "follow these steps: [1] 1. Open the project's properties. [1]")
     assert "every platform" not in answer
@@ -294,16 +301,14 @@ def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_docu
                         "months. Maintainers find the workload predictable.")
     cutting = sectioned(2, "Release process", "Cutting a release", "Congratulations! You've successfully cut a new "
                         "release of quill. Go stand up and take a break.")
-    plan = one_search_plan(question)
-    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, [cadence, cutting]))
+    scored = scored_for(reranker, question, [cadence, cutting])
     top = max(range(len(scored.candidates)), key=lambda i: scored.question_score[i])
     assert scored.candidates[top].source_number == 2 and scored.question_score[0] < 0.1  # what makes this case
     assert scored.question_lead == 0
-    answer = asyncio.run(WriterAgent(reranker).awrite(question, plan, [cadence, cutting], RunLedger())).text
+    answer = answer_for(reranker, question, [cadence, cutting])
     assert answer == ("Release process > Release cadence: We aim to release whatever is on `main` every 1-2 months. "
                       "[1] Release process > Cutting a release: You've successfully cut a new release of quill. [2]")
-    full = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, plan, [cadence, cutting],
-                                                                    RunLedger())).text
+    full = answer_for(reranker, question, [cadence, cutting], max_sentences=1)
     assert full == "Release process > Cutting a release: You've successfully cut a new release of quill. [2]"
 
 

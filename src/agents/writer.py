@@ -350,7 +350,7 @@ class WriterAgent:
                 neighbour = at.get((candidate.source_number, candidate.position + step))
                 if neighbour is None or neighbour in chosen:
                     continue
-                later = candidates[max(index, neighbour, key=lambda i: candidates[i].position)].sentence
+                later = candidates[neighbour if step > 0 else index].sentence  # of the two, the one read second
                 if (scored.question_score[neighbour] >= self.answers_from
                         or self.language.goes_on_from_before(later)):
                     windows.append((index, neighbour))
