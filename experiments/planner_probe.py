@@ -69,8 +69,9 @@ async def collect_plans(examples: list[Example], settings: Settings, path: Path)
             print(f"no LLM configured (DAGRAG_LLM): {len(todo)} questions have no recorded plan and are left out",
                   file=sys.stderr)
         return
+    # The LLM's own plan for every question, comparisons too: the `llm-split` row composes the split from it.
     planner = QueryPlannerAgent(client, subquery_max=settings.subquery_max, enable_dag=True,
-                                bridge=settings.planner_bridge)
+                                bridge=settings.planner_bridge, split_comparisons=False)
     with path.open("a", encoding="utf-8") as out:
         for example in tqdm(todo, desc="plans", unit="question"):
             ledger = RunLedger()
