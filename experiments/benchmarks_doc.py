@@ -614,14 +614,15 @@ the rule planner's and the question alone (`single`), and as `llm-split`: the ru
 reads as a comparison, the LLM's for any other (`DAGRAG_PLANNER_SPLIT_COMPARISONS=true`), each scored by what it
 hands the writer
 (`experiments/planner_probe.py`; HotpotQA dev 20 bridge + 20 comparison seed 1, MuSiQue 20 seed 1, the black,
-Python-Markdown and Hatch docs, the scikit-build-core docs, held out when they were recorded). A change to how plans
-run is measured on them without the model:
+Python-Markdown and Hatch docs, the scikit-build-core docs, held out when they were recorded, and the Flask and
+Click docs, recorded later; Click is the set held out from tuning). A change to how plans run is measured on them
+without the model:
 `{PYTHON} experiments/planner_probe.py --data … --plans experiments/results/{PLANNER_PROBE}/black-plans.jsonl --out …`.
 
 {table(["set", "planner", "n", "recall", "joint recall", "subqueries"], probe_rows)}
 
-End to end with the same model writing (`DAGRAG_PLANNER=llm`, today's defaults; `dag` makes its plan afresh, and
-the model does not give the same plan twice, so its retrieval can differ from the replay's; `dag-rule` is the rule
+End to end with the same model writing (`DAGRAG_PLANNER=llm`, the defaults of the commit shown; `dag` makes its
+plan afresh, and the model does not give the same plan twice, so its retrieval can differ from the replay's; `dag-rule` is the rule
 planner with the model writing, what `scripts/local_llm.sh` sets up; `subq` is LlamaIndex's SubQuestionQueryEngine
 over the same collection and model, whose reply has no short answer, so its F1 reads the whole reply):
 

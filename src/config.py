@@ -234,10 +234,10 @@ class Settings(BaseSettings):
         "LLM still writes and verifies; for a model whose plans retrieve less than the rule planner's "
         "(experiments/planner_probe.py measures it). Without an LLM the rule planner always plans.")
     planner_split_comparisons: bool = Field(
-        True, description="With an LLM planning: true, a question the rule planner reads as a comparison by its form "
+        False, description="With an LLM planning: true, a question the rule planner reads as a comparison by its form "
         "(\"X vs Y\", \"How does X differ from Y?\") is planned by it, one search per side, with no plan call "
         "(docs/benchmarks.md, \"The LLM planner with a small model\", measures it); false: the LLM plans every "
-        "question, comparisons too.")
+        "question.")
     subquery_max: int = Field(4, ge=1, le=16)
     subquery_topk_base: int = Field(5, ge=1, le=200, description="Candidates reranked per subquery.")
     subquery_max_iters: int = Field(

@@ -169,7 +169,6 @@ def test_query_with_an_llm_prints_one_line_per_llm_call_when_it_is_done(sample_e
     with ScriptedOpenAIServer({"planner": json.dumps(GOOD_PLAN), "verifier": VERIFIER_REPLY,
                                "writer": [stalled(30, WRITER_REPLY), WRITER_REPLY]}) as server:
         for name, value in {"DAGRAG_LLM": "openai-like:scripted-model", "DAGRAG_LLM_BASE_URL": server.base_url,
-                            "DAGRAG_PLANNER_SPLIT_COMPARISONS": "false",  # QUESTION is a comparison: the LLM plans it
                             "DAGRAG_LLM_TIMEOUT_S": "3", "DAGRAG_LLM_MAX_RETRIES": "1",
                             "DAGRAG_LLM_RETRY_BACKOFF_S": "0.01"}.items():
             monkeypatch.setenv(name, value)

@@ -293,9 +293,6 @@ def llm_server(monkeypatch):
 
     with ScriptedOpenAIServer(REPLIES) as server:
         monkeypatch.setenv("DAGRAG_LLM", "openai-like:scripted")
-        # Three of the four questions are comparisons, which the rule planner would otherwise plan: these tests
-        # exercise the LLM's plans.
-        monkeypatch.setenv("DAGRAG_PLANNER_SPLIT_COMPARISONS", "false")
         monkeypatch.setenv("DAGRAG_LLM_BASE_URL", server.base_url)
         monkeypatch.setenv("DAGRAG_LLM_MAX_RETRIES", "0")
         yield server

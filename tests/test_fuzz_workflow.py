@@ -81,7 +81,7 @@ def assert_valid_result(result: QueryResult) -> None:
 @pytest.fixture(scope="module")
 def fuzz_workflow(make_workflow):
     """One workflow; each case swaps in a client over a fresh scripted LLM (the agents only hold a reference to it)."""
-    workflow = make_workflow(subquery_max=SUBQUERY_MAX, planner_split_comparisons=False)  # QUESTION is a comparison
+    workflow = make_workflow(subquery_max=SUBQUERY_MAX)
 
     def with_llm(llm: ScriptedLLM):
         workflow.planner.client = workflow.writer.client = workflow.verifier.client = LLMClient(llm)
@@ -120,8 +120,7 @@ async def test_garbage_plans_over_http_end_in_a_valid_result(server, make_workfl
     server.script("writer", WRITER_REPLY)
     server.script("verifier", VERIFIER_REPLY)
     llm = build_llm(Settings(llm="openai-like:scripted", llm_base_url=server.base_url, llm_timeout_s=10))
-    result = await asyncio.wait_for(make_workflow(llm=llm, subquery_max=SUBQUERY_MAX,
-                                                        planner_split_comparisons=False).run(query=QUESTION), 120)
+    result = await asyncio.wait_for(make_workflow(llm=llm, subquery_max=SUBQUERY_MAX).run(query=QUESTION), 120)
     assert_valid_result(result)
     assert result.answer == WRITER_REPLY and result.verification.method == "llm"
     assert len(server.requests_of("planner")) in (1, 2)

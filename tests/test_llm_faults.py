@@ -67,9 +67,8 @@ def run_query(server, make_workflow):
         with contextlib.suppress(openai.APIError):
             await llm.achat([ChatMessage(role=MessageRole.USER, content="warm-up")])
         server.requests.clear()
-        # QUESTION is a comparison, which by default the rule planner splits: the LLM plans it, so every agent calls.
         workflow = make_workflow(llm=llm, llm_timeout_s=timeout_s, llm_max_retries=max_retries,
-                                 llm_retry_backoff_s=0.01, **{"planner_split_comparisons": False, **overrides})
+                                 llm_retry_backoff_s=0.01, **overrides)
         return await asyncio.wait_for(workflow.run(query=QUESTION), timeout=HANG_GUARD_S)
     return run
 

@@ -35,10 +35,8 @@ def server():
 
 @pytest.fixture
 def llm_workflow(server, make_workflow):
-    # These tests exercise the LLM's plan of QUESTION, a comparison, which by default the rule planner splits without
-    # a plan call (PLANNER_SPLIT_COMPARISONS); the split itself is tested on its own below.
     def build(**overrides):
-        return make_workflow(llm=dagrag_llm(server), **{"planner_split_comparisons": False, **overrides})
+        return make_workflow(llm=dagrag_llm(server), **overrides)
     return build
 
 
@@ -76,11 +74,12 @@ async def test_planner_rule_plans_without_the_llm_which_still_writes_and_verifie
     assert result.answer == WRITER_REPLY and result.verification.method == "llm"
 
 
-async def test_by_default_a_comparison_is_the_rule_planners_and_any_other_question_the_llms(server, make_workflow):
+async def test_with_comparisons_split_a_comparison_is_the_rule_planners_and_any_other_question_the_llms(
+        server, llm_workflow):
     # PLANNER_SPLIT_COMPARISONS: a question read as a comparison by its form gets one search per side from the rule
     # planner and costs no plan call; a question that is no comparison is still planned by the LLM.
     server.script("planner", json.dumps(GOOD_PLAN))
-    workflow = make_workflow(llm=dagrag_llm(server))  # the default
+    workflow = llm_workflow(planner_split_comparisons=True)
     compared = await workflow.run(query=QUESTION)
     assert not server.requests_of("planner") and compared.plan.origin.value == "offline"
     assert [sq.role for sq in compared.plan.subqueries].count("side") == 2
@@ -166,11 +165,11 @@ async def test_a_judge_reply_cut_short_keeps_its_verdicts_and_the_rest_are_judge
 async def test_a_small_models_answer_is_verified_offline_unless_verifier_llm(server, make_workflow):
     server.script("planner", json.dumps(GOOD_PLAN))
     small = dagrag_llm(server, llm="openai-like:tiny-1.5b-instruct")
-    result = await make_workflow(llm=small, planner_split_comparisons=False).run(query=QUESTION)
+    result = await make_workflow(llm=small).run(query=QUESTION)
     # (the offline judge may send an unsupported sentence back: then the writer is called again)
     assert {c.agent for c in result.llm_calls.calls} == {"planner", "writer"} and not server.requests_of("verifier")
     assert result.verification.method.startswith("lexical") and result.verification.sentences
 
     server.script("planner", json.dumps(GOOD_PLAN))
-    result = await make_workflow(llm=small, verifier="llm", planner_split_comparisons=False).run(query=QUESTION)
+    result = await make_workflow(llm=small, verifier="llm").run(query=QUESTION)
     assert result.verification.method == "llm" and len(server.requests_of("verifier")) == 1

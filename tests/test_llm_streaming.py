@@ -36,7 +36,7 @@ def ticks_of(progress: list[LLMCallProgress]) -> list[tuple[int, bool, bool]]:
 
 
 async def test_a_workflow_run_streams_each_llm_calls_progress_and_keeps_its_token_counts(server, make_workflow):
-    handler = make_workflow(llm=dagrag_llm(server), planner_split_comparisons=False).run(query=QUESTION)
+    handler = make_workflow(llm=dagrag_llm(server)).run(query=QUESTION)
     events = [event async for event in handler.stream_events()]
     result = await handler
 

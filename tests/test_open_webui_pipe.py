@@ -187,7 +187,7 @@ async def test_with_an_llm_each_calls_progress_reaches_open_webui_through_the_se
                                "verifier": VERIFIER_REPLY}) as llm_server:
         settings = Settings(qdrant_path=sample_store_path, collection="sample", api_key=KEY,
                             llm="openai-like:scripted-model", llm_base_url=llm_server.base_url, llm_max_retries=0,
-                            llm_timeout_s=10, planner_split_comparisons=False)  # the LLM plans the comparison
+                            llm_timeout_s=10)
         service = DagragService.from_settings(settings, embed_model=embed_model, reranker=reranker)
         with LiveServer(service) as live:
             emitter = RecordingEmitter()

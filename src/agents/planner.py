@@ -121,7 +121,7 @@ class QueryPlannerAgent:
         bridge: bool = True,
         language: Language = ENGLISH,
         names: NameSource | None = None,
-        split_comparisons: bool = True,
+        split_comparisons: bool = False,
     ) -> None:
         self.client = client
         self.subquery_max = subquery_max
