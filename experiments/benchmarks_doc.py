@@ -622,8 +622,8 @@ without the model:
 {table(["set", "planner", "n", "recall", "joint recall", "subqueries"], probe_rows)}
 
 End to end with the same model writing (`DAGRAG_PLANNER=llm`, the defaults of the commit shown; `dag` makes its
-plan afresh, and the model does not give the same plan twice, so its retrieval can differ from the replay's; `dag-rule` is the rule
-planner with the model writing, what `scripts/local_llm.sh` sets up; `subq` is LlamaIndex's SubQuestionQueryEngine
+plan afresh, and the model does not give the same plan twice, so its retrieval can differ from the replay's;
+`dag-rule` is the rule planner with the model writing, what `scripts/local_llm.sh` sets up; `subq` is LlamaIndex's SubQuestionQueryEngine
 over the same collection and model, whose reply has no short answer, so its F1 reads the whole reply):
 
 {table(["set", "system", *LLM_PLANNER_COLUMNS], run_rows)}
