@@ -623,8 +623,9 @@ without the model:
 
 End to end with the same model writing (`DAGRAG_PLANNER=llm`, the defaults of the commit shown; `dag` makes its
 plan afresh, and the model does not give the same plan twice, so its retrieval can differ from the replay's;
-`dag-rule` is the rule planner with the model writing, what `scripts/local_llm.sh` sets up; `subq` is LlamaIndex's SubQuestionQueryEngine
-over the same collection and model, whose reply has no short answer, so its F1 reads the whole reply):
+`dag-rule` is the rule planner with the model writing, what `scripts/local_llm.sh` sets up; `subq` is LlamaIndex's
+SubQuestionQueryEngine over the same collection and model, whose reply has no short answer, so its F1 reads the
+whole reply):
 
 {table(["set", "system", *LLM_PLANNER_COLUMNS], run_rows)}
 
