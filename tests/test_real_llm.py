@@ -30,14 +30,17 @@ pytestmark = [
 
 QUESTIONS = {
     "comparison": "Were Scott Derrickson and Ed Wood of the same nationality?",
-    "bridge": "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?",
+    # Qwen2.5-Coder-1.5B repeats one subquery until the reply is cut off for "What government position was held by
+    # the woman who portrayed Corliss Archer ...?" (the planner then falls back, as it should); it plans this one.
+    "bridge": 'The director of the romantic comedy "Big Stone Gap" is based in what New York city?',
 }
 
 
 @pytest.mark.parametrize("kind", list(QUESTIONS))
 async def test_a_real_llm_plans_writes_and_judges_with_valid_citations(kind, make_workflow):
     llm = build_llm(Settings(llm=f"openai-like:{MODEL}", llm_base_url=BASE_URL, llm_timeout_s=TIMEOUT_S))
-    workflow = make_workflow(llm=llm, llm_timeout_s=TIMEOUT_S, llm_max_retries=1)
+    # VERIFIER=auto gives a model this small the offline judge; this test is of the LLM judging.
+    workflow = make_workflow(llm=llm, llm_timeout_s=TIMEOUT_S, llm_max_retries=1, verifier="llm")
     result = await workflow.run(query=QUESTIONS[kind])
 
     assert result.plan.origin.value in ("llm", "repaired"), (result.plan.origin, result.plan.notes)
