@@ -326,6 +326,16 @@ def test_a_query_unrelated_to_the_question_is_replaced_by_the_question():
 
 
 def test_a_json_object_that_is_not_a_plan_is_refused_by_name():
-    # e.g. the first subquery of a reply that was cut short
-    with pytest.raises(PlanParseError, match="not a plan: it has none of the fields query, requires_retrieval"):
-        parse_plan('{"subqueries": [{"id": "s1", "text": "Ed Wood"}, {"id": "s2", "te', QUESTION)
+    with pytest.raises(PlanParseError, match=r"^the JSON object is not a plan: it has none of the fields query"):
+        parse_plan('Here: {"id": "s1", "text": "Ed Wood"}', QUESTION)
+
+
+@pytest.mark.parametrize("reply", [
+    '{"subqueries": [{"id": "s1", "text": "Ed Wood"}, {"id": "s2", "te',
+    '```json\n{"query": "q", "subqueries": [{"id": "s1", "text": "Ed Wood"}, {"id": "s2", "text": "Ed Wood"}, ',
+])
+def test_a_reply_cut_off_inside_its_plan_is_refused_as_cut_off(reply):
+    # A small model that repeats one subquery runs into the reply's token cap; what can be decoded is a subquery.
+    with pytest.raises(PlanParseError, match=r"^the reply was cut off before its JSON object closed, and what it holds "
+                                             r"is not a plan: it has none of the fields query"):
+        parse_plan(reply, QUESTION)

@@ -8,6 +8,7 @@ is safe to fix (and says what it did); `layer_plan` orders the DAG into layers t
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from enum import Enum
 from typing import Any, Literal, get_args
@@ -178,6 +179,18 @@ class PlanParseError(ReplyParseError):
 
 # --- parse ------------------------------------------------------------------------------------------
 
+def _cut_short(text: str) -> bool:
+    """Whether `text` opens a JSON object (bare or after a ```json fence) that never closes."""
+    opened = re.sub(r"^```(?:json|JSON)?\s*", "", text.strip())
+    if not opened.startswith("{"):
+        return False
+    try:
+        json.JSONDecoder().raw_decode(opened)
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
 def parse_plan(text: str, question: str) -> Plan:
     """Parse an LLM reply into a Plan; raises PlanParseError naming what is wrong."""
     try:
@@ -185,7 +198,11 @@ def parse_plan(text: str, question: str) -> Plan:
     except ReplyParseError as error:
         raise PlanParseError(str(error)) from None
     if not PLAN_FIELDS & data.keys():  # e.g. one subquery object out of a reply cut short
-        raise PlanParseError(f"the JSON object is not a plan: it has none of the fields {', '.join(PLAN_FIELDS)}")
+        fields = ", ".join(PLAN_FIELDS)
+        if _cut_short(text):  # a small model that repeats a subquery runs into the reply's token cap
+            raise PlanParseError(f"the reply was cut off before its JSON object closed, and what it holds is not a "
+                                 f"plan: it has none of the fields {fields}")
+        raise PlanParseError(f"the JSON object is not a plan: it has none of the fields {fields}")
     if not isinstance(data.get("query"), str) or not data["query"].strip():
         data["query"] = question
     subqueries = data.get("subqueries")
