@@ -8,7 +8,6 @@ is safe to fix (and says what it did); `layer_plan` orders the DAG into layers t
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from enum import Enum
 from typing import Any, Literal, get_args
@@ -16,7 +15,7 @@ from typing import Any, Literal, get_args
 import networkx as nx
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from .replies import ReplyParseError, extract_json_object
+from .replies import ReplyParseError, cut_short, extract_json_object
 from .text import content_words
 
 MAX_SUBQUERY_CHARS = 1000
@@ -179,18 +178,6 @@ class PlanParseError(ReplyParseError):
 
 # --- parse ------------------------------------------------------------------------------------------
 
-def _cut_short(text: str) -> bool:
-    """Whether `text` opens a JSON object (bare or after a ```json fence) that never closes."""
-    opened = re.sub(r"^```(?:json|JSON)?\s*", "", text.strip())
-    if not opened.startswith("{"):
-        return False
-    try:
-        json.JSONDecoder().raw_decode(opened)
-    except (ValueError, RecursionError):
-        return True
-    return False
-
-
 def parse_plan(text: str, question: str) -> Plan:
     """Parse an LLM reply into a Plan; raises PlanParseError naming what is wrong."""
     try:
@@ -199,7 +186,7 @@ def parse_plan(text: str, question: str) -> Plan:
         raise PlanParseError(str(error)) from None
     if not PLAN_FIELDS & data.keys():  # e.g. one subquery object out of a reply cut short
         fields = ", ".join(PLAN_FIELDS)
-        if _cut_short(text):  # a small model that repeats a subquery runs into the reply's token cap
+        if cut_short(text):  # a small model that repeats a subquery runs into the reply's token cap
             raise PlanParseError(f"the reply was cut off before its JSON object closed, and what it holds is not a "
                                  f"plan: it has none of the fields {fields}")
         raise PlanParseError(f"the JSON object is not a plan: it has none of the fields {fields}")

@@ -51,6 +51,19 @@ def extract_json_object(text: str) -> dict[str, Any]:
     raise ReplyParseError("the reply holds no JSON object")
 
 
+def cut_short(text: str) -> bool:
+    """Whether `text` opens a JSON object (bare or after a ```json fence) that never closes: a reply cut off inside
+    it, as by its token cap."""
+    opened = re.sub(r"^```(?:json|JSON)?\s*", "", text.strip())
+    if not opened.startswith("{"):
+        return False
+    try:
+        json.JSONDecoder().raw_decode(opened)
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
 def extract_json_objects(text: str) -> list[dict[str, Any]]:
     """Every JSON object that decodes from one of the first MAX_OBJECT_STARTS `{` in `text`, nested ones
     included: what can be saved from a reply cut short inside its outer object. [] when there is none."""
