@@ -615,7 +615,7 @@ reads as a comparison, the LLM's for any other (`DAGRAG_PLANNER_SPLIT_COMPARISON
 hands the writer
 (`experiments/planner_probe.py`; HotpotQA dev 20 bridge + 20 comparison seed 1, MuSiQue 20 seed 1, the black,
 Python-Markdown and Hatch docs, the scikit-build-core docs, held out when they were recorded, and the Flask and
-Click docs, recorded later; Click is the set held out from tuning). A change to how plans run is measured on them
+Click docs, recorded later, Click's while it was held out). A change to how plans run is measured on them
 without the model:
 `{PYTHON} experiments/planner_probe.py --data … --plans experiments/results/{PLANNER_PROBE}/black-plans.jsonl --out …`.
 
