@@ -170,6 +170,11 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
     ("Compare blacken-docs, blackdoc and black itself for docstrings", ("blacken-docs", "blackdoc", "black")),
     ("Which is better for a small CLI, click or typer?", ("click", "typer")),
     ("tox or nox: which runs faster?", ("tox", "nox")),
+    # A call is one name, commas and all: its arguments are no list.
+    ("IntRange(0, 5, clamp=True) compared to IntRange(0, 5), which one accepts 10?",
+     ("IntRange(0, 5, clamp=True)", "IntRange(0, 5)")),
+    ("How does json.dumps(obj, indent=2) differ from json.dump(obj, fp)?",
+     ("json.dumps(obj, indent=2)", "json.dump(obj, fp)")),
 ])
 def test_a_comparison_is_recognised_by_its_form_with_lower_case_dotted_and_code_names(question, sides):
     comparison = find_comparison(question)

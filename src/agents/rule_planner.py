@@ -24,7 +24,7 @@ from ..core.text import content_words
 
 MAX_NAME_WORDS = 12  # longer, a "name" is a clause the rules misread
 _CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members": the name ends at the comma
-_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”")
+_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|([A-Za-z_][\w.]*\([^()]*\))")
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
 BRIDGE_MIN_CONTENT_WORDS = 3  # "Who is he?" has nothing for a second hop to build on
@@ -248,8 +248,9 @@ def _comparison_with_versus(question: str, language: Language) -> tuple[str, str
 
 
 def _hold_quoted(question: str) -> tuple[str, dict[str, str]]:
-    """The question with each quoted or `code` span as one name word ("Quoted0"), and what each stands for:
-    "Which is faster, `uv` or `pip`?" compares two names, lower case or not, with spaces or commas inside."""
+    """The question with each quoted or `code` span, and each call written out (`IntRange(0, 5, clamp=True)`), as one
+    name word ("Quoted0"), and what each stands for: "Which is faster, `uv` or `pip`?" compares two names, lower case
+    or not, with spaces or commas inside."""
     spans: dict[str, str] = {}
 
     def hold(match: re.Match[str]) -> str:
