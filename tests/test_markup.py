@@ -12,10 +12,10 @@ from dagrag.core.markup import plain
 from .conftest import ROOT
 
 CORPORA = ROOT / "experiments" / "data" / "docs_corpus"
-# What no reader should see: links with their targets, roles, labels, directives, admonitions, attribute lists.
-# (`${SKBUILD_SOABI}` is CMake in inline code, not a role.)
+# What no reader should see: links with their targets, roles, labels, directives, admonitions, attribute lists,
+# footnote marks. (`${SKBUILD_SOABI}` is CMake in inline code, not a role.)
 LEFTOVER_MARKUP = re.compile(r"\]\(|\]\[|(?<![`\w$])\{[\w:.+-]+\}`|^\([\w/.:-]+\)=|^:::|^```\{|^!!! |^=== \""
-                             r"|\{: #|^\.\. [\w-]+::|<!--|^>>> ", re.MULTILINE)
+                             r"|\{: #|^\.\. [\w-]+::|<!--|^>>> |\[\^[\w-]+\]", re.MULTILINE)
 
 
 def page(corpus: str, path: str) -> str:
@@ -125,6 +125,25 @@ def test_no_markdown_page_of_any_docs_corpus_shows_markup_outside_code() -> None
                           if not line.startswith(("    ", "\t")) or line.lstrip().startswith("|"))
         found = markup.search(prose)
         assert found is None, f"{path.relative_to(CORPORA)}: {prose[max(0, found.start() - 60):found.end() + 20]!r}"
+
+
+def test_a_footnote_mark_goes_and_its_definition_reads_as_its_note() -> None:
+    # Hatch (mkdocs) and scikit-build-core (MyST) write Markdown footnotes; Python-Markdown's page on them shows
+    # footnotes as an example in a code block, which stays as written.
+    build = plain(page("hatch", "config/build.md"))
+    assert "Hatchling is a standards-compliant build backend" in build
+    assert "\nSupport for PEP 517 and PEP 660 guarantees interoperability" in build
+    faqs = plain(page("scikit-build-core", "guide/faqs.md"))
+    assert "cannot be uploaded to PyPI. You have to run" in faqs and "[^" not in faqs
+    example = plain(page("markdown", "extensions/footnotes.md"))
+    assert "a reference[^1], and a definition[^word]." in example and "[^1]: This is a footnote definition." in example
+
+
+def test_a_link_whose_target_ends_its_line_keeps_its_text() -> None:
+    # CommonMark allows a line end between the target and ")": structlog's best-practices page has one.
+    assert plain("log to [standard out](https://en.wikipedia.org/wiki/Standard_out#x\n) and let tools") == (
+        "log to standard out and let tools")
+    assert plain("[a](x)\n\n) b") == "a\n\n) b"  # not across a paragraph
 
 
 def test_the_version_phrases_are_the_rst_readers() -> None:

@@ -14,6 +14,8 @@ renders the constructs of Markdown, MyST, reStructuredText and the mkdocs family
   → "Added in version 2.0."), a title (`.. admonition:: Beware`); not a path, a language or a module it only sets;
 - a field list's lines read as their field and value (`:Default: false` → "Default: false");
 - labels (`(name)=`, `.. _name:`), attribute lists (`{: #id .class }`, `{ .label }`), HTML comments go;
+- footnotes (Markdown's, MyST's): a mark in the text goes ("colorful[^win] console output"), and a definition reads as
+  its note ("[^win]: Requires Colorama on Windows." → "Requires Colorama on Windows.");
 - inline HTML reads as its text (a table cell's `<ul><li>a</li><li>b</li></ul>` as "a; b", `<br>` as a space,
   `<code>v1</code>` as code) and character references as their characters (`&gt;=` as ">=");
 - doctest prompts (`>>> `, `... `) go, the code stays;
@@ -34,7 +36,8 @@ _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # A link's text may wrap onto the next line, not past a paragraph; "[3][4]" is two footnote marks, not a link.
 _LINK_TEXT = r"(?![\d,\s]+\])((?:[^\]\n]|\n(?!\n))+)"
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
-_INLINE_LINK = re.compile(rf"\[{_LINK_TEXT}\]\((?:[^()\n]|\([^()\n]*\))*\)")
+# CommonMark lets a line end come between a link's target and its closing parenthesis.
+_INLINE_LINK = re.compile(rf"\[{_LINK_TEXT}\]\((?:[^()\n]|\([^()\n]*\))*(?:\n[ \t]*)?\)")
 # A link with no text (MyST's `[](./overrides.md)`, `[](#dynamic-linking)`): Sphinx shows the target's title, which
 # its last path part or anchor spells.
 _EMPTY_LINK = re.compile(r"\[\]\((?:[^()\s]*?/)?([^()/\s]*)\)")
@@ -81,6 +84,9 @@ _HTML_BREAK = re.compile(r"[ \t]*<br\s*/?>[ \t]*", re.IGNORECASE)
 _HTML_INLINE_TAG = re.compile(r"</?(?:ul|ol|li|p|b|strong|i|em|span|sup|sub|kbd|small|mark|u|s|del|ins|a)\b[^<>\n]*>",
                               re.IGNORECASE)
 _CHARACTER_REFERENCE = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[a-zA-Z]+\d*);")
+# A footnote's mark and the marker that opens its definition; a name may hold any character but "]" and a line end.
+_FOOTNOTE_DEFINITION = re.compile(r"^([ \t]*)\[\^[^\]\n]+\]:[ \t]*", re.MULTILINE)
+_FOOTNOTE_MARK = re.compile(r"\[\^[^\]\n]+\]")
 _LABEL_LINE = re.compile(r"^[ \t]*(?:\([\w./:-]+\)=|\.\.[ \t]+_[^:\n]+:)[ \t]*$\n?", re.MULTILINE)
 _ATTRIBUTE_LIST = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+))"
                              r"(?:[ \t]+(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+)))*[ \t]*\}")
@@ -142,6 +148,7 @@ def plain(text: str) -> str:
     text = _DIRECTIVE_LINE.sub("", text)
     text = _in_prose(text, _field_lines)  # a docstring's `:param x:` in a code block stays as written
     text = _DIRECTIVE_OPTION.sub("", text)
+    text = _in_prose(text, _without_footnote_marks)  # `[^1]` in code is code (the footnotes extension's own docs)
     text = _IMAGE.sub(r"\1", text)
     text = _EMPTY_LINK.sub(_target_words, text)
     text = _INLINE_LINK.sub(r"\1", text)
@@ -166,6 +173,10 @@ def _in_prose(text: str, render: Callable[[str], str]) -> str:
 
     prose = render(_CODE.sub(hold, text))
     return _HELD.sub(lambda m: held[int(m.group(1))], prose)
+
+
+def _without_footnote_marks(prose: str) -> str:
+    return _FOOTNOTE_MARK.sub("", _FOOTNOTE_DEFINITION.sub(r"\1", prose))
 
 
 def _field_lines(prose: str) -> str:
