@@ -137,6 +137,9 @@ def test_a_footnote_mark_goes_and_its_definition_reads_as_its_note() -> None:
     assert "cannot be uploaded to PyPI. You have to run" in faqs and "[^" not in faqs
     example = plain(page("markdown", "extensions/footnotes.md"))
     assert "a reference[^1], and a definition[^word]." in example and "[^1]: This is a footnote definition." in example
+    # A line indented as code is code: a character class is no footnote mark.
+    assert plain("Text[^1] here.\n\n    pattern = r'[^*]+'\n\n[^1]: The note.") == (
+        "Text here.\n\n    pattern = r'[^*]+'\n\nThe note.")
 
 
 def test_a_link_whose_target_ends_its_line_keeps_its_text() -> None:

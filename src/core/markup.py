@@ -176,7 +176,13 @@ def _in_prose(text: str, render: Callable[[str], str]) -> str:
 
 
 def _without_footnote_marks(prose: str) -> str:
-    return _FOOTNOTE_MARK.sub("", _FOOTNOTE_DEFINITION.sub(r"\1", prose))
+    """Footnote marks and definition markers gone, except on a line indented as code (`r'[^*]+'` is a pattern)."""
+    def line_as_read(line: str) -> str:
+        if line.startswith(("    ", "\t")):
+            return line
+        return _FOOTNOTE_MARK.sub("", _FOOTNOTE_DEFINITION.sub(r"\1", line))
+
+    return "\n".join(line_as_read(line) for line in prose.split("\n"))
 
 
 def _field_lines(prose: str) -> str:
