@@ -85,8 +85,9 @@ _HTML_INLINE_TAG = re.compile(r"</?(?:ul|ol|li|p|b|strong|i|em|span|sup|sub|kbd|
                               re.IGNORECASE)
 _CHARACTER_REFERENCE = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[a-zA-Z]+\d*);")
 # A footnote's mark and the marker that opens its definition; a name may hold any character but "]" and a line end.
-_FOOTNOTE_DEFINITION = re.compile(r"^([ \t]*)\[\^[^\]\n]+\]:[ \t]*", re.MULTILINE)
-_FOOTNOTE_MARK = re.compile(r"\[\^[^\]\n]+\]")
+_FOOTNOTE = r"\[\^[^\]\n]+\]"
+_FOOTNOTE_DEFINITION = re.compile(rf"^([ \t]*){_FOOTNOTE}:[ \t]*", re.MULTILINE)
+_FOOTNOTE_MARK = re.compile(_FOOTNOTE)
 _LABEL_LINE = re.compile(r"^[ \t]*(?:\([\w./:-]+\)=|\.\.[ \t]+_[^:\n]+:)[ \t]*$\n?", re.MULTILINE)
 _ATTRIBUTE_LIST = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+))"
                              r"(?:[ \t]+(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+)))*[ \t]*\}")
@@ -175,12 +176,15 @@ def _in_prose(text: str, render: Callable[[str], str]) -> str:
     return _HELD.sub(lambda m: held[int(m.group(1))], prose)
 
 
+def _indented_as_code(line: str) -> bool:
+    """Whether a line is indented as Markdown's indented code block (four spaces or a tab)."""
+    return line.startswith(("    ", "\t"))
+
+
 def _without_footnote_marks(prose: str) -> str:
     """Footnote marks and definition markers gone, except on a line indented as code (`r'[^*]+'` is a pattern)."""
     def line_as_read(line: str) -> str:
-        if line.startswith(("    ", "\t")):
-            return line
-        return _FOOTNOTE_MARK.sub("", _FOOTNOTE_DEFINITION.sub(r"\1", line))
+        return line if _indented_as_code(line) else _FOOTNOTE_MARK.sub("", _FOOTNOTE_DEFINITION.sub(r"\1", line))
 
     return "\n".join(line_as_read(line) for line in prose.split("\n"))
 
@@ -194,7 +198,7 @@ def _inline_html(prose: str) -> str:
     a line indented as code (four spaces or a tab: Markdown's indented code block, an example's HTML) as written,
     unless it is a table's row (a table inside an admonition or a content tab is indented too)."""
     def line_as_read(line: str) -> str:
-        if line.startswith(("    ", "\t")) and not line.lstrip().startswith("|"):
+        if _indented_as_code(line) and not line.lstrip().startswith("|"):
             return line
         line = _HTML_CODE.sub(r"`\1`", line)
         line = _HTML_INLINE_TAG.sub("", _HTML_BREAK.sub(" ", _HTML_NEXT_ITEM.sub("; ", line)))

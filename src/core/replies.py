@@ -8,6 +8,7 @@ from typing import Any
 
 MAX_REPLY_CHARS = 200_000  # a longer LLM reply is refused unread
 MAX_OBJECT_STARTS = 256  # `{` positions tried per candidate when looking for the JSON object
+_JSON_FENCE_OPENS = r"```(?:json|JSON)?\s*"
 
 
 class ReplyParseError(ValueError):
@@ -36,7 +37,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
         raise ReplyParseError("the reply is empty")
     if len(text) > MAX_REPLY_CHARS:
         raise ReplyParseError(f"the reply is {len(text)} characters long, over the {MAX_REPLY_CHARS} read")
-    candidates = [m.group(1) for m in re.finditer(r"```(?:json|JSON)?\s*(.*?)```", text, re.DOTALL)]
+    candidates = [m.group(1) for m in re.finditer(rf"{_JSON_FENCE_OPENS}(.*?)```", text, re.DOTALL)]
     candidates.append(text)
     decoder = json.JSONDecoder()
     for candidate in candidates:
@@ -54,7 +55,7 @@ def extract_json_object(text: str) -> dict[str, Any]:
 def cut_short(text: str) -> bool:
     """Whether `text` opens a JSON object (bare or after a ```json fence) that never closes: a reply cut off inside
     it, as by its token cap."""
-    opened = re.sub(r"^```(?:json|JSON)?\s*", "", text.strip())
+    opened = re.sub(f"^{_JSON_FENCE_OPENS}", "", text.strip())
     if not opened.startswith("{"):
         return False
     try:
