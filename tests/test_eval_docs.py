@@ -19,6 +19,7 @@ from evalkit.data import DOCS_TYPES, DataFormatError, Example, load_examples
 from evalkit.docs import docs_corpus_folder, evidence_problems
 from evalkit.metrics import evidence_recall, squash
 
+from dagrag.chunking.rst import chunk_rst
 from dagrag.ingest import read_nodes
 
 DATA = ROOT / "experiments" / "data"
@@ -110,6 +111,16 @@ def test_evidence_recall_ignores_case_and_whitespace_and_needs_the_whole_quote()
     one_of_two = ["| `dev` | `1.0.0.dev0` |", "Setting the version is not supported."]
     assert evidence_recall(passages, one_of_two) == (0.5, 0.0)
     assert evidence_recall([], ["anything"]) == (0.0, 0.0) and evidence_recall(passages, []) == (0.0, 0.0)
+
+
+def test_a_quote_copied_from_a_restructuredtext_page_is_found_in_the_passage_its_reader_makes():
+    # The rST reader gives ``only`` as `only`: a quote as the page is written must still count as found.
+    page = ROOT / "experiments/data/docs_corpus/marshmallow/docs/quickstart.rst"
+    quote = "You can specify which fields to output with the ``only`` parameter."
+    assert quote in page.read_text(encoding="utf-8")  # what eval.py's corpus check asks of a quote
+    passages = [chunk.text for chunk in chunk_rst(page.read_text(encoding="utf-8"), chunk_tokens=300).chunks]
+    assert evidence_recall(passages, [quote]) == (1.0, 1.0)
+    assert evidence_recall(passages, [quote.replace("only", "exclude")]) == (0.0, 0.0)
 
 
 def test_the_corpus_flag_must_fit_the_questions(tmp_path, questions):

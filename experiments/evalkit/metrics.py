@@ -12,6 +12,9 @@ import numpy as np
 from dagrag.core.markup import plain
 
 
+_BACKTICKS = re.compile(r"`+")
+
+
 def normalize_answer(text: str) -> str:
     """Lower-case, strip punctuation and articles, collapse whitespace (HotpotQA's evaluate script)."""
     text = text.lower()
@@ -57,10 +60,12 @@ def supporting_recall(retrieved: set[str], supporting: Sequence[str]) -> tuple[f
 
 
 def squash(text: str) -> str:
-    """As a reader sees it (`dagrag.core.markup.plain`), whitespace collapsed and case folded: how evidence is
-    looked for in a passage, so that a chunker's re-indenting or re-wrapping of the document, or an index that
-    holds the text without its markup, does not count as losing the evidence."""
-    return " ".join(plain(text).split()).casefold()
+    """As a reader sees it (`dagrag.core.markup.plain`), whitespace collapsed, case folded and a code span's
+    backticks one: how evidence is looked for in a passage, so that a chunker's re-indenting or re-wrapping of the
+    document, or an index that holds the text without its markup, does not count as losing the evidence. The
+    reStructuredText reader gives an inline literal (``only``) as a Markdown code span (`only`), so a quote copied
+    from the page as written is found in the passage the reader made of it."""
+    return _BACKTICKS.sub("`", " ".join(plain(text).split()).casefold())
 
 
 def _read(text: str) -> tuple[str, str]:
