@@ -11,7 +11,6 @@ import numpy as np
 
 from dagrag.core.markup import plain
 
-
 _BACKTICKS = re.compile(r"`+")
 
 
