@@ -175,6 +175,9 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
      ("IntRange(0, 5, clamp=True)", "IntRange(0, 5)")),
     ("How does json.dumps(obj, indent=2) differ from json.dump(obj, fp)?",
      ("json.dumps(obj, indent=2)", "json.dump(obj, fp)")),
+    # A dash asks the question as a colon does.
+    ("tox or nox \u2014 which runs faster?", ("tox", "nox")),
+    ("f-strings or %s args in log.info - which is better?", ("f-strings", "%s args")),
 ])
 def test_a_comparison_is_recognised_by_its_form_with_lower_case_dotted_and_code_names(question, sides):
     comparison = find_comparison(question)

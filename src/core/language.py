@@ -223,8 +223,8 @@ ENGLISH = Language(
         r"^compare\s+(?P<items>.+)$",
         # "Which is better for Z, X or Y?", "Which is faster: X or Y?"
         r"^(?:which|what)\b[^,:]*[,:]\s+(?P<a>[^,:]+?),?\s+or\s+(?P<b>[^,:]+)$",
-        # "X or Y: which ...?"
-        r"^(?P<a>[^,:]+?)\s+or\s+(?P<b>[^,:]+):\s+(?:which|what|who|how)\b.*$",
+        # "X or Y: which ...?", "X or Y \u2014 which ...?"
+        r"^(?P<a>[^,:\u2014]+?)\s+or\s+(?P<b>[^,:\u2014]+?)\s*(?::|\u2014|\s-)\s+(?:which|what|who|how)\b.*$",
     ),
     side_ends=re.compile(
         r"\s*[?:;,]|\s+(?:for|to|in|when|if|with|on|at|because|so|which|that|while|regarding|about|"
