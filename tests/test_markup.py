@@ -201,3 +201,14 @@ def test_emphasis_is_rendered_outside_code_and_ends_a_sentence_again() -> None:
 def test_a_sentence_that_ends_inside_bold_is_its_own_sentence() -> None:
     sentences = quoted_sentences("**We aim to release every 1-2 months.** This keeps the workload predictable.")
     assert sentences == ["We aim to release every 1-2 months.", "This keeps the workload predictable."]
+
+
+def test_a_comment_marker_in_a_directives_options_hides_nothing_after_the_fence() -> None:
+    # cattrs' why.md includes part of its README, marked by an unclosed "<!-- end-example" in the fence's options;
+    # read as a comment running to the chunk's end, it hid the `:::{important}` note after it.
+    page = (CORPORA / "cattrs" / "docs" / "why.md").read_text(encoding="utf-8")
+    start = page.index("```{include} ../README.md")
+    shown = plain(page[start:page.index("We think that's the wrong approach.")])
+    assert "<!--" not in shown and "{include}" not in shown
+    assert "Note how the structuring and unstructuring details do not pollute your class" in shown
+    assert plain("Kept <!-- hidden --> text.") == "Kept  text."

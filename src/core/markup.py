@@ -142,7 +142,8 @@ def _shown(indent: str, name: str, argument: str) -> str:
 
 def plain(text: str) -> str:
     """`text` with the markup above rendered as a reader sees it; words, code and line breaks kept."""
-    text = _HTML_COMMENT.sub("", text)
+    # A comment in code is code: ```{include}``` options quote "<!-- end-example" markers, unclosed in the fence.
+    text = _in_prose(text, lambda prose: _HTML_COMMENT.sub("", prose))
     text = _FENCED_DIRECTIVE.sub(_fenced_directive, text)
     text = _LABEL_LINE.sub("", text)
     text = _DIRECTIVE_WITH_ARGUMENT.sub(lambda m: _shown(m.group(1), m.group(2) or m.group(3), m.group(4)), text)
