@@ -19,7 +19,6 @@ from evalkit.data import DOCS_TYPES, DataFormatError, Example, load_examples
 from evalkit.docs import docs_corpus_folder, evidence_problems
 from evalkit.metrics import evidence_recall, squash
 
-from dagrag.chunking.rst import chunk_rst
 from dagrag.ingest import read_nodes
 
 DATA = ROOT / "experiments" / "data"
@@ -118,7 +117,7 @@ def test_a_quote_copied_from_a_restructuredtext_page_is_found_in_the_passage_its
     page = ROOT / "experiments/data/docs_corpus/marshmallow/docs/quickstart.rst"
     quote = "You can specify which fields to output with the ``only`` parameter."
     assert quote in page.read_text(encoding="utf-8")  # what eval.py's corpus check asks of a quote
-    passages = [chunk.text for chunk in chunk_rst(page.read_text(encoding="utf-8"), chunk_tokens=300).chunks]
+    passages = [node.text for node in read_nodes(page)]  # the page as ingest reads it
     assert evidence_recall(passages, [quote]) == (1.0, 1.0)
     assert evidence_recall(passages, [quote.replace("only", "exclude")]) == (0.0, 0.0)
 
