@@ -6,7 +6,8 @@ renders the constructs of Markdown, MyST, reStructuredText and the mkdocs family
 
 - links keep their text (`[text](url)`, `[text][ref]`, `![alt](src)`, rST `` `text <url>`_ ``); a link without text
   reads as its target's words (`[](./ctypes.md)` → "ctypes", `[](#build-requires)` → "build requires");
-- roles keep their target's words (`` {role}`text` ``, `` {role}`Title <label>` ``, `` :role:`text` ``), as code;
+- roles keep their target's words (`` {role}`text` ``, `` {role}`Title <label>` ``, `` :role:`text` ``), as code,
+  without Sphinx's `~` and `!` prefixes;
 - directive and admonition lines go, their content stays (`` ```{note} ``, `:::{warning}`, `.. note::`,
   `!!! tip "Title"`, `=== "Tab"`, option lines `:key: value` right after a directive); an rST directive's argument
   stays as a line where Sphinx shows it, as the rST reader (`chunking/rst.py`) keeps it: the name a description
@@ -111,7 +112,9 @@ def _target_words(match: re.Match[str]) -> str:
 
 
 def _role(match: re.Match[str]) -> str:
-    return f"`{(match.group(1) or match.group(2)).strip()}`"
+    """A role as code, its title if it has one; Sphinx's `~` and `!` prefixes go (`` {class}`~click.ParamType` `` →
+    `click.ParamType`), as the rST reader renders them (`chunking/rst.py`)."""
+    return f"`{(match.group(1) or match.group(2)).strip().lstrip('~!')}`"
 
 
 def _fenced_directive(match: re.Match[str]) -> str:
