@@ -316,12 +316,20 @@ class WriterAgent:
                 break
             if index not in chosen and question_score[index] >= self.answers_from:
                 chosen.append(index)
-        # Room left once every answering sentence is in: the question's own best document speaks. The cross-encoder
-        # ranked that passage first for the question, though none of its sentences alone clears the bar ("We aim to
-        # release every 1-2 months." scores 0.08 for "How often do they put out a new release?").
+        # Room left once every answering sentence is in: the question's own best document speaks, its sentences best
+        # first. The cross-encoder ranked that passage first for the question, though its sentences alone may score
+        # under the bar ("We aim to release every 1-2 months." scores 0.08 for "How often do they put out a new
+        # release?"; "... it will also become a NOP if the script is not run interactively." 0.001 for "Will
+        # click.pause() block forever when the script runs from cron?"): read one by one, a passage's sentences lose
+        # what the passage says, and a question typed as users type it scores low against the sentence that answers.
         lead = scored.question_lead
-        if lead is not None and lead not in chosen and len(chosen) < room:
-            chosen.append(lead)
+        if lead is not None:
+            lead_source = candidates[lead].source_number
+            for index in by_question:
+                if len(chosen) >= room:
+                    break
+                if index not in chosen and candidates[index].source_number == lead_source:
+                    chosen.append(index)
         return chosen[:room]
 
     async def _with_neighbours(self, question: str, scored: _ScoredSentences, chosen: list[int]) -> list[int]:
