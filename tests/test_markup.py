@@ -72,7 +72,6 @@ def test_a_myst_page_with_rst_descriptions_keeps_the_names_fields_and_versions_s
     assert re.search(r"^ *Added in version [\d.]+\.$", rendered, re.MULTILINE)
 
 
-
 def test_a_roles_sphinx_prefixes_go_as_the_rst_reader_drops_them() -> None:
     # structlog's MyST pages write `{func}`~structlog.get_logger``: Sphinx shows the name, never the `~`; the rST
     # reader (chunking/rst.py) already drops it, so both dialects read the same.
@@ -86,6 +85,7 @@ def test_a_roles_sphinx_prefixes_go_as_the_rst_reader_drops_them() -> None:
     assert plain("Use {class}`!Frozen` or :func:`~attrs.define`.") == "Use `Frozen` or `attrs.define`."
     assert [block.text for block in rst_blocks("Use :class:`!Frozen` or :func:`~attrs.define`.\n")[1]] == [
         "Use `Frozen` or `attrs.define`."]
+
 
 def test_a_directives_argument_is_shown_where_sphinx_shows_it_and_nested_directives_render_too() -> None:
     source = (".. admonition:: Beware the dog\n   :class: tip\n\n   It bites.\n\n"
