@@ -602,7 +602,8 @@ def planner_section() -> str:
     probe_rows = [[name, system, show(numbers["n"]), f"{numbers['recall']:.3f}", f"{numbers['joint_recall']:.3f}",
                    f"{numbers['subqueries']:.2f}"]
                   for name, data in probes.items() for system, numbers in data["systems"].items()]
-    run_rows = [[name, system, *(show(numbers.get(c)) for c in LLM_PLANNER_COLUMNS)]
+    run_rows = [[name, system, *(show(numbers.get(c)) for c in LLM_PLANNER_COLUMNS),
+                 f"`{data.get('config', {}).get('commit') or 'not recorded'}`"]
                 for name, data in runs.items() for system, numbers in data["systems"].items()]
     commits = sorted(({data.get("commit") for data in probes.values()}
                       | {data.get("config", {}).get("commit") for data in runs.values()}) - {None}) or ["not recorded"]
@@ -625,9 +626,12 @@ End to end with the same model writing (`DAGRAG_PLANNER=llm`, the defaults of th
 plan afresh, and the model does not give the same plan twice, so its retrieval can differ from the replay's;
 `dag-rule` is the rule planner with the model writing, what `scripts/local_llm.sh` sets up; `subq` is LlamaIndex's
 SubQuestionQueryEngine over the same collection and model, whose reply has no short answer, so its F1 reads the
-whole reply):
+whole reply). Sets named `…-repeatable` ran against a server started with its prompt cache off
+(`scripts/local_llm.sh start -- --no-cache-prompt`): every prompt is then read from its first token, so the same
+prompt gets the same reply whatever came before it, and two such runs differ only where their prompts do (the
+calls are slower; compare latencies within a set):
 
-{table(["set", "system", *LLM_PLANNER_COLUMNS], run_rows)}
+{table(["set", "system", *LLM_PLANNER_COLUMNS, "commit"], run_rows)}
 
 Commits: {", ".join(f"`{c}`" for c in commits)}. Made by `{PYTHON} experiments/planner_probe.py --data … --out
 runs/planner-…` (its `summary.json` copied to `experiments/results/{PLANNER_PROBE}/`) and `DAGRAG_PLANNER=llm

@@ -2,7 +2,8 @@
 # The real-LLM benchmark (HotpotQA 10 bridge + 10 comparison, MuSiQue 5; budget 4, one question at a time;
 # then the planners compared on HotpotQA 40 and MuSiQue 20 at one LLM call per question; then the four systems
 # on those 40 and 20 questions with today's defaults)
-# against a local llama-server (scripts/local_llm.sh start). Resumable: run it again to continue.
+# against a local llama-server (scripts/local_llm.sh start; `start -- --no-cache-prompt` for replies that do not
+# depend on the prompt before them, so that two runs can be compared). Resumable: run it again to continue.
 set -euo pipefail
 cd "$(dirname "$0")/.."  # the repository root
 export DAGRAG_LLM=openai-like:qwen2.5-coder-1.5b-instruct DAGRAG_LLM_BASE_URL=http://127.0.0.1:8080/v1

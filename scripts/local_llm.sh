@@ -10,6 +10,9 @@
 #   scripts/local_llm.sh status          (exit 0: running, 3: not running)
 #   scripts/local_llm.sh probe           (one json_object and one json_schema chat completion)
 #
+# For replies that repeat exactly (A/B runs), `start -- --no-cache-prompt`: the prompt cache, on by default,
+# reads a prompt from where it parts from a cached one, and at temperature 0 that can still change a reply.
+#
 # `start` prints only export lines on stdout (messages go to stderr), so
 #   eval "$(scripts/local_llm.sh start)"
 # points dagrag at the server. Build, model, pid file and log live in
@@ -32,7 +35,7 @@ log() { printf '[local_llm] %s\n' "$*" >&2; }
 die() { printf '[local_llm] ERROR: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 }
 
 # --- models ----------------------------------------------------------------------------------
