@@ -17,11 +17,13 @@ import argparse
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from eval import write_atomically
+from evalkit.provenance import code_commit
 
 from dagrag import Settings
 from dagrag.agents.planner import QueryPlannerAgent
@@ -52,14 +54,6 @@ async def ask_twice(planner: QueryPlannerAgent, questions: list[str]) -> dict[st
             "calls_s": round(sum(seconds), 1)}
 
 
-def commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).parent).stdout.strip() or None
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, required=True, help="JSONL with a `question` field per line")
@@ -76,12 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         questions = [json.loads(line)["question"] for line, _ in zip(lines, range(args.questions))]
     planner = QueryPlannerAgent(client, subquery_max=settings.subquery_max)
     result = asyncio.run(ask_twice(planner, questions))
-    result.update(llm=settings.llm, data=str(args.data), commit=commit())
+    result.update(llm=settings.llm, data=str(args.data), commit=code_commit())
     print(f"{result['differ']} of {result['questions']} questions got another plan the second time; "
           f"plan call p50 {result['call_p50_s']} s", file=sys.stderr)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        write_atomically(args.out, json.dumps(result, indent=1) + "\n")
     return 0
 
 
