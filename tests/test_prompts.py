@@ -4,6 +4,7 @@ and how the replies they ask for are read."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -117,3 +118,29 @@ def test_the_concise_answer_line_is_split_from_the_cited_text(reply, concise, te
 def test_a_long_answer_line_is_not_a_concise_answer():
     reply = "Answer: " + "word " * 60 + "[1]."
     assert split_concise_answer(reply) == (None, reply)
+
+
+def _worked_replies(prompt: str) -> list[str]:
+    """Each worked example's reply: the lines after "the whole reply is:" up to a blank line or the prompt's end."""
+    replies = []
+    for part in prompt.split("the whole reply is:")[1:]:
+        lines = []
+        for line in part.strip("\n").splitlines():
+            if not line.strip():
+                break
+            lines.append(line)
+        replies.append("\n".join(lines))
+    return replies
+
+
+def test_the_writers_worked_examples_are_replies_it_would_accept():
+    replies = _worked_replies(SYSTEM_PROMPTS["writer"])
+    assert replies, "the writer prompt shows at least one whole reply"
+    for reply in replies:
+        concise, text = split_concise_answer(reply)
+        assert concise and len(concise.split()) <= 3, reply  # "as few words as possible"
+        sentences = [s for s in text.split(". ") if s]
+        assert 1 <= len(sentences) <= 4, reply
+        cited = {int(n) for n in re.findall(r"\[(\d+)\]", text)}
+        assert cited and cited <= {1, 2}, reply  # each example has two sources
+        assert all(re.search(r"\[\d+\]\.?$", s.strip()) for s in sentences), reply  # every sentence cites
