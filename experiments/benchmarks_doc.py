@@ -630,7 +630,9 @@ whole reply). Sets named `…-repeatable` ran against a server started with its 
 (`scripts/local_llm.sh start -- --no-cache-prompt`): every prompt is then read from its first token, so the same
 prompt gets the same reply whatever came before it, and two such runs differ only where their prompts do (the
 calls are slower; compare latencies within a set). `…-excerpts-…`: the model read each source's best sentences
-(`DAGRAG_LLM_EVIDENCE_SENTENCES=2`) instead of whole passages, on the same server as the row without it:
+(`DAGRAG_LLM_EVIDENCE_SENTENCES=2`) instead of whole passages, on the same server as the row without it;
+`…-llm-planner-…`: the model planning as well; `…-chain-example-…`: the writer prompt with its second worked example,
+an answer found through two sources (ARCHITECTURE.md, "Prompts are written for a 1.5B model"):
 
 {table(["set", "system", *LLM_PLANNER_COLUMNS, "commit"], run_rows)}
 
