@@ -121,16 +121,8 @@ def test_a_long_answer_line_is_not_a_concise_answer():
 
 
 def _worked_replies(prompt: str) -> list[str]:
-    """Each worked example's reply: the lines after "the whole reply is:" up to a blank line or the prompt's end."""
-    replies = []
-    for part in prompt.split("the whole reply is:")[1:]:
-        lines = []
-        for line in part.strip("\n").splitlines():
-            if not line.strip():
-                break
-            lines.append(line)
-        replies.append("\n".join(lines))
-    return replies
+    """Each worked example's reply: the text after "the whole reply is:" up to a blank line or the prompt's end."""
+    return re.findall(r"the whole reply is:\n(.*?)(?:\n\n|$)", prompt, re.S)
 
 
 def test_the_writers_worked_examples_are_replies_it_would_accept():
