@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from .config import Settings, settings_problems
@@ -126,7 +127,8 @@ async def _run_query(settings: Settings, question: str, show_progress: bool) -> 
 def render(result: QueryResult) -> None:
     from .core.sources import source_location, source_title
 
-    out.print(Panel(result.answer, title="Answer", title_align="left", border_style="green"))
+    # What documents say is text, never console markup: "[report]" in a config example is not a style tag.
+    out.print(Panel(Text(result.answer), title="Answer", title_align="left", border_style="green"))
     plan = Tree(f"[bold]Plan[/] ({result.plan.origin.value}, {result.path} path)")
     reports = {r.id: r for r in result.subqueries}
     by_id = {sq.id: sq for sq in result.plan.subqueries}
@@ -144,11 +146,11 @@ def render(result: QueryResult) -> None:
     if result.backtracked_subqueries:
         plan.add(f"[yellow]re-searched after verification:[/] {', '.join(result.backtracked_subqueries)}")
     if result.partial:
-        plan.add(f"[red]partial result:[/] {result.partial_reason}")
+        plan.add(f"[red]partial result:[/] {escape(result.partial_reason or '')}")
     if result.abstained:
         plan.add(f"[yellow]abstained:[/] {escape(result.abstain_reason or '')}")
     for note in result.plan.notes:
-        plan.add(f"[yellow]note:[/] {note}")
+        plan.add(f"[yellow]note:[/] {escape(note)}")
     out.print(plan)
 
     sources = Table(title="Sources", title_justify="left")
@@ -158,7 +160,7 @@ def render(result: QueryResult) -> None:
     for n, source in enumerate(result.sources, start=1):
         where = [escape(source_location(source))] if located else []
         sources.add_row(str(n), ",".join(source.subquery_ids), str(source.rank_in_subquery), f"{source.score:.3f}",
-                        escape(source_title(source)), *where, textwrap.shorten(source.text, 160, placeholder="…"))
+                        escape(source_title(source)), *where, Text(textwrap.shorten(source.text, 160, placeholder="…")))
     out.print(sources)
 
     features = result.retrieval_confidence_features
@@ -169,13 +171,15 @@ def render(result: QueryResult) -> None:
     for column in ("sentence", "supported", "by"):
         verification.add_column(column, overflow="fold")
     for check in result.verification.sentences:
-        mark = "[green]yes[/]" if check.supported else f"[red]no[/] {check.reason or ''}"
-        verification.add_row(check.sentence, mark, f"[{check.supporting_source}]" if check.supporting_source else "")
+        mark = "[green]yes[/]" if check.supported else f"[red]no[/] {escape(check.reason or '')}"
+        by = f"[{check.supporting_source}]" if check.supporting_source else ""
+        verification.add_row(Text(check.sentence), mark, Text(by))
     out.print(verification)
     timings = ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items() if not k.startswith("layer_"))
     out.print(f"[dim]timings (s): {timings} · LLM calls: {result.llm_calls.count}[/]")
     for degradation in result.degradations:
-        out.print(f"[yellow]degraded:[/] {degradation.agent}: {degradation.reason} → {degradation.fallback}")
+        out.print(f"[yellow]degraded:[/] {degradation.agent}: {escape(degradation.reason)} → "
+                  f"{escape(degradation.fallback)}")
 
 
 def cmd_query(args: argparse.Namespace) -> int:

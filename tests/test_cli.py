@@ -135,6 +135,19 @@ def test_the_sources_table_says_where_each_passage_is(tmp_path, monkeypatch, cap
     assert "Quillpress >" in table and "From a wheel" in table  # title > section, folded into its column
 
 
+def test_what_a_document_says_in_brackets_reaches_the_terminal_as_text(tmp_path, monkeypatch, capsys) -> None:
+    # "[report]" was swallowed as a console style tag, and a "[/...]" would have ended the command with a markup error
+    _ingested(tmp_path, monkeypatch, "brackets", "config.md",
+              "# Configuring Quillpress\n\n## Report section\n\nThe report section of the Quillpress config file is "
+              "headed [report] and its files live under [/etc/quillpress] by default.\n")
+    capsys.readouterr()
+    assert main(["query", "Where does the Quillpress report section live by default?", "--no-dag"]) == 0
+    printed = capsys.readouterr().out
+    answer = printed[:printed.index("Plan")]
+    assert "[report]" in answer and "[/etc/quillpress]" in answer
+    assert "[report]" in printed[printed.index("Sources"):]
+
+
 def test_no_bridge_splits_a_comparison_and_searches_any_other_question_once(tmp_path, monkeypatch, capsys) -> None:
     _ingested(tmp_path, monkeypatch, "bridge", "tools.md",
               "# Tools\n\n## Quillpress\n\nQuillpress builds wheels with Python 3.11 or newer.\n\n## Stowbuild\n\n"
