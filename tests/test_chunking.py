@@ -406,6 +406,52 @@ def test_unknown_directives_and_roles_keep_their_words_and_nothing_is_included_o
     assert not any("do not read me" in t or "alert" in t for t in texts)
 
 
+TABS_PAGE = Path(__file__).parent / "data" / "rst" / "coverage-excluding.rst"  # coverage 7.17.5 (Apache-2.0)
+
+
+def test_sphinx_tabs_code_and_setup_directives_are_read_as_a_reader_sees_them():
+    from dagrag.chunking.rst import rst_blocks
+
+    title, blocks = rst_blocks(TABS_PAGE.read_text(encoding="utf-8"))
+    texts = [block.text for block in blocks]
+    assert title == "Excluding code from coverage.py"
+    # a code-tab is code: its regexes keep their backslashes and lines (they were read as prose: `A(?s:...)Z`)
+    assert any(block.kind == "code" and "'\\A(?s:.*# pragma: exclude file.*)\\Z'," in block.text
+               and "[tool.coverage.report]\n" in block.text for block in blocks)
+    assert not any("A(?s:.*# pragma: exclude file.*)Z" in text for text in texts if "\\A" not in text)
+    # a tab's caption is what a reader sees above it; its language and `.. highlight:: python` are not
+    assert "pyproject.toml" in texts and ".coveragerc" in texts
+    assert not {"python", "toml", "ini"} & set(texts)
+    assert "Added in version 7.6.0." in texts  # `.. version-added::`, Sphinx's newer spelling
+    joined = "\n".join(texts)
+    for markup in ("code-tab", "tabs::", "show_configs", "[[[cog", "version-added", ":caption:"):
+        assert markup not in joined, markup
+
+
+def test_a_code_block_with_sphinx_options_keeps_its_code_and_shows_its_caption():
+    # docutils' own code-block refuses `:caption:`, and the block, code and all, was dropped (Flask's deploying pages)
+    from dagrag.chunking.rst import rst_blocks
+
+    uwsgi = Path(__file__).parents[1] / "experiments" / "data" / "docs_corpus" / "flask" / "docs" / "deploying"
+    uwsgi = uwsgi / "uwsgi.rst"
+    texts = [block.text for block in rst_blocks(uwsgi.read_text(encoding="utf-8"))[1]]
+    at = texts.index("`wsgi.py`")
+    assert texts[at + 1] == "```\nfrom hello import create_app\n\napp = create_app()\n```"
+    _, blocks = rst_blocks("T\n=\n\n.. code-block:: python\n   :linenos:\n   :emphasize-lines: 2\n\n"
+                           "   a = 1\n   b = 2\n\n.. versionchanged:: 2.5 The *x* argument.\n")
+    assert [block.text for block in blocks] == ["```\na = 1\nb = 2\n```", "Changed in version 2.5: The x argument."]
+
+
+def test_a_pages_metadata_fields_are_not_text_and_do_not_hide_its_title():
+    # Sphinx reads a field list before anything else as the page's metadata: coverage.py's whatsnew5x.rst opens
+    # with `:orphan:`, which was indexed as the word "orphan" and left the page without its title
+    from dagrag.chunking.rst import rst_blocks
+
+    title, blocks = rst_blocks(":orphan:\n:tocdepth: 2\n\nMajor changes\n=============\n\nText.\n\n:Default: false\n")
+    assert title == "Major changes"
+    assert [block.text for block in blocks] == ["Text.", "Default: false"]  # a field list in the page stays
+
+
 def test_ingest_reads_a_folder_of_rst_with_the_markdown(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -171,6 +171,12 @@ def test_the_version_phrases_are_the_rst_readers() -> None:
     assert rst.VERSION_PHRASES == VERSION_PHRASES  # two homes only because chunking imports no other part
 
 
+def test_a_version_directive_reads_as_sphinx_shows_it_with_its_explanation() -> None:
+    # MyST and reStructuredText read by `plain`; the hyphenated names too (coverage.py's docs write them)
+    assert plain(":::{versionadded} 2.5 The *x* parameter.\n:::\n") == "Added in version 2.5: The x parameter.\n"
+    assert plain(".. version-changed:: 7.6\n\nText.\n") == "Changed in version 7.6.\n\nText.\n"
+
+
 def test_an_html_page_as_ingest_reads_it_is_quoted_without_urls() -> None:
     html = ('<h2 id="install">Install</h2><p>Run <code>pip install dagrag</code>, then read the '
             '<a href="https://example.org/guide#start">getting started guide</a>.</p><!-- build: 42 -->')

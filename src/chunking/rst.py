@@ -28,12 +28,20 @@ _SETTINGS = {"report_level": 5, "halt_level": 5, "warning_stream": False, "file_
              "raw_enabled": False, "syntax_highlight": "none", "doctitle_xform": False}
 _DIRECTIVE_NAME = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z][\w:.+-]*)::", re.MULTILINE)
 _ROLE_NAME = re.compile(r"(?<![\w`]):([A-Za-z][\w:.+-]*):`")
-# Sphinx's code directives: their content is code, not reStructuredText.
-_CODE_DIRECTIVES = frozenset({"code-block", "sourcecode", "doctest", "testcode", "testoutput", "testsetup",
-                              "testcleanup", "ipython", "jupyter-execute", "literalinclude"})
+# Sphinx's code directives (and sphinx-tabs' `code-tab`, sphinx-prompt's `prompt`): their content is code, not
+# reStructuredText, and their argument is a language, a group or a file, which a reader does not see; a `:caption:`
+# they do. Read as Sphinx reads them even where docutils has its own (`code`, `code-block`): docutils refuses Sphinx's
+# options (`:caption:`, `:linenos:`, `:emphasize-lines:`) and the whole block, code and all, was lost.
+_CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "doctest", "testcode", "testoutput", "testsetup",
+                              "testcleanup", "ipython", "jupyter-execute", "literalinclude", "code-tab", "prompt"})
+# Directives whose argument Sphinx does not show (as core/markup.py's _HIDDEN_ARGUMENT): a language, a module, a
+# condition; `.. highlight:: python` is not the word "python" on the page. Their content, if any, still is.
+_HIDDEN_ARGUMENT = frozenset({"highlight", "toctree", "currentmodule", "module", "namespace", "only", "ifconfig",
+                              "index", "program", "tabularcolumns", "sectionauthor", "codeauthor", "moduleauthor"})
 _TITLE_AND_TARGET = re.compile(r"^(.*?)\s*<[^<>]+>$", re.DOTALL)
+# A field list before anything else (`:orphan:`, `:tocdepth: 2`) is the page's metadata to Sphinx, never shown.
 _SKIPPED = (nodes.comment, nodes.target, nodes.substitution_definition, nodes.system_message, nodes.raw,
-            nodes.pending, nodes.footnote_reference, nodes.citation_reference)
+            nodes.pending, nodes.footnote_reference, nodes.citation_reference, nodes.docinfo)
 
 
 class _AnyOption(dict[str, Any]):
@@ -49,7 +57,9 @@ class _AnyOption(dict[str, Any]):
 # How Sphinx renders its version directives' argument (as core/markup.py's VERSION_PHRASES: chunking imports no other
 # part, and a test holds the two equal).
 VERSION_PHRASES = {"versionadded": "Added in version", "versionchanged": "Changed in version",
-                    "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+                    "deprecated": "Deprecated since version", "versionremoved": "Removed in version",
+                    "version-added": "Added in version", "version-changed": "Changed in version",
+                    "version-deprecated": "Deprecated since version", "version-removed": "Removed in version"}
 
 
 class _KeepWords(Directive):
@@ -63,12 +73,17 @@ class _KeepWords(Directive):
 
     def run(self) -> list[nodes.Node]:
         found: list[nodes.Node] = []
-        if self.arguments and self.arguments[0].strip():
-            argument = " ".join(self.arguments[0].split())
+        code = self.name in _CODE_DIRECTIVES
+        shown = (self.options.get("caption") if code
+                 else None if self.name in _HIDDEN_ARGUMENT or not self.arguments else self.arguments[0])
+        if shown and str(shown).strip():
+            argument = " ".join(str(shown).split())
             phrase = VERSION_PHRASES.get(self.name)
-            found.append(nodes.paragraph(text=f"{phrase} {argument}." if phrase else argument))
+            version, _, said = argument.partition(" ")  # `.. versionadded:: 2.5 The *x* parameter.`, as Sphinx shows it
+            text = (f"{phrase} {version}: {said}" if said else f"{phrase} {version}.") if phrase else argument
+            found.append(nodes.paragraph(text, "", *self.state.inline_text(text, self.lineno)[0]))  # ``x`` as code
             found[-1].line = self.lineno
-        if self.content and self.name in _CODE_DIRECTIVES:
+        if self.content and code:
             found.append(nodes.literal_block(text="\n".join(self.content)))
             found[-1].line = self.content_offset + 1
         elif self.content:
@@ -89,11 +104,11 @@ def _code_role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
 
 
 def _register_unknown_names(text: str) -> None:
-    """Register the directives and roles `text` uses that docutils does not know (the registry is docutils'
-    own, process-wide, as Sphinx extensions register theirs)."""
+    """Register the directives and roles `text` uses that docutils does not know, and Sphinx's code directives
+    (the registry is docutils' own, process-wide, as Sphinx and its extensions register theirs)."""
     known_directives = {*directives._directive_registry, *directives._directives, *en.directives}
     for name in set(_DIRECTIVE_NAME.findall(text)):
-        if name.lower() not in known_directives:
+        if name.lower() not in known_directives or name.lower() in _CODE_DIRECTIVES:
             directives.register_directive(name.lower(), _KeepWords)
     known_roles = {*roles._role_registry, *roles._roles, *en.roles}
     for name in set(_ROLE_NAME.findall(text)):

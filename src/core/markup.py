@@ -74,7 +74,9 @@ _DESCRIPTIONS = frozenset({"function", "class", "method", "attribute", "property
                            "object"})
 # How Sphinx renders its version directives' argument.
 VERSION_PHRASES = {"versionadded": "Added in version", "versionchanged": "Changed in version",
-                   "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+                   "deprecated": "Deprecated since version", "versionremoved": "Removed in version",
+                   "version-added": "Added in version", "version-changed": "Changed in version",
+                   "version-deprecated": "Deprecated since version", "version-removed": "Removed in version"}
 # A field list's line (`:Default: false`, `:Environment variable: ...`), not a role (`:func:` is followed by "`").
 _FIELD = re.compile(r"^([ \t]*):([^\s:`][^:`\n]*):[ \t]+(?=\S)", re.MULTILINE)
 # Inline HTML that Markdown passes through (a table cell's list or line break, `<code>`, `<kbd>`, a link), and
@@ -137,8 +139,9 @@ def _shown(indent: str, name: str, argument: str) -> str:
     argument = " ".join(argument.split())
     if not argument or _HIDDEN_ARGUMENT.fullmatch(name):
         return ""
-    if name in VERSION_PHRASES:
-        return f"{indent}{VERSION_PHRASES[name]} {argument}.\n"
+    if name in VERSION_PHRASES:  # `.. versionadded:: 2.5 The *x* parameter.` reads "Added in version 2.5: The ..."
+        version, _, said = argument.partition(" ")
+        return f"{indent}{VERSION_PHRASES[name]} {version}{f': {said}' if said else '.'}\n"
     described = ":" in name or name in _DESCRIPTIONS
     return f"{indent}`{argument}`\n" if described else f"{indent}{argument}\n"
 
