@@ -360,6 +360,28 @@ def test_bad_files_are_refused_naming_file_and_line(tmp_path):
         read_nodes(pdf)
 
 
+SPHINX_HTML = Path(__file__).parent / "data" / "html" / "flask-uwsgi.html"  # Sphinx 9 + Alabaster output (BSD-3)
+
+
+def test_a_published_sphinx_page_is_read_without_its_sites_chrome_or_permalink_marks():
+    document = chunk_html(SPHINX_HTML.read_bytes(), chunk_tokens=400)
+    assert document.title == "uWSGI"  # not "uWSGI¶"
+    assert [chunk.section for chunk in document.chunks] == [
+        (), ("Installing",), ("Running",), ("Binding Externally",), ("Async with gevent",)]
+    text = "\n".join(chunk.text for chunk in document.chunks)
+    for chrome in ("¶", "Powered by", "Related Topics", "Navigation", "Quick search", "Documentation overview"):
+        assert chrome not in text, chrome
+    assert "from hello import create_app" in text and "$ uwsgi --http 127.0.0.1:8000" in text
+
+
+def test_a_page_without_a_main_element_drops_its_menus_and_footer():
+    page = (b"<html><body><header><a href='/'>Site</a> <nav><a href='/a'>A</a></nav></header><h1>Guide"
+            b"<a class='headerlink' href='#guide'>#</a></h1><p>Read me.</p><aside>Ads</aside>"
+            b"<footer>Copyright</footer></body></html>")
+    document = chunk_html(page, chunk_tokens=256)
+    assert document.title == "Guide" and [chunk.text for chunk in document.chunks] == ["Read me."]
+
+
 # --- reStructuredText (docutils) ------------------------------------------------------------------------------
 
 RST_PAGE = Path(__file__).parent / "data" / "rst" / "attrs-api.rst"  # attrs 26.1.0's docs/api.rst (MIT)

@@ -19,15 +19,29 @@ from .markdown import chunk_markdown
 _CONVERTER = MarkdownConverter(heading_style="ATX", bullets="-", escape_underscores=False,
                                escape_asterisks=False, escape_misc=False)
 _INVISIBLE = ["head", "script", "style", "noscript", "template"]
+# A site's chrome around the page: menus, search boxes, sidebars, footers ("Powered by Sphinx"). Inside the page's
+# main content a <header> often holds its <h1>, so there only navigation and search go.
+_CHROME_IN_MAIN = "nav, search, form, [role=navigation], [role=search]"
+_CHROME = (f"{_CHROME_IN_MAIN}, header, footer, aside, [role=banner], [role=contentinfo], [role=complementary], "
+           "[role=menu], [role=menubar]")
 
 
 def html_to_markdown(data: bytes | str) -> tuple[str | None, str]:
-    """The page's <title> (None if it has none) and its visible content as Markdown."""
+    """The page's <title> (None if it has none) and its visible content as Markdown: its main content (<main>, or
+    the element marked role="main", as Sphinx's and most documentation themes mark it) without the site's chrome,
+    and without permalink marks ("Install¶": a heading's link to itself, a symbol and no words)."""
     soup = BeautifulSoup(data, "html.parser")   # bytes: the encoding is read from the page's meta tags
     title = " ".join(soup.title.get_text().split()) if soup.title else ""
     for tag in soup(_INVISIBLE):
         tag.decompose()
-    return title or None, _CONVERTER.convert_soup(soup)
+    main = soup.select_one("main, [role=main]")
+    page = main if main is not None else soup
+    for tag in page.select(_CHROME_IN_MAIN if main is not None else _CHROME):
+        tag.decompose()
+    for link in page.find_all("a", href=True):
+        if str(link["href"]).startswith("#") and not any(ch.isalnum() for ch in link.get_text()):
+            link.decompose()
+    return title or None, _CONVERTER.convert_soup(page)
 
 
 def chunk_html(data: bytes | str, *, chunk_tokens: int) -> ChunkedDocument:
