@@ -166,9 +166,20 @@ def test_a_link_whose_target_ends_its_line_keeps_its_text() -> None:
 
 def test_the_version_phrases_are_the_rst_readers() -> None:
     from dagrag.chunking import rst
-    from dagrag.core.markup import VERSION_PHRASES
+    from dagrag.core.markup import CODE_DIRECTIVES, HIDDEN_DIRECTIVES, VERSION_PHRASES
 
     assert rst.VERSION_PHRASES == VERSION_PHRASES  # two homes only because chunking imports no other part
+    assert (rst.CODE_DIRECTIVES, rst.HIDDEN_DIRECTIVES) == (CODE_DIRECTIVES, HIDDEN_DIRECTIVES)
+
+
+def test_doctest_setup_is_not_text_in_either_reader() -> None:
+    # Sphinx runs a testsetup block and never shows it; structlog's pages open examples with one
+    from dagrag.chunking.rst import rst_blocks
+
+    myst = "Intro.\n\n```{testsetup} *\nimport structlog\n```\n\n```{doctest}\n>>> 1 + 1\n2\n```\n"
+    assert "import structlog" not in plain(myst) and "1 + 1" in plain(myst)
+    rst = "T\n=\n\nIntro.\n\n.. testsetup:: *\n\n   import structlog\n\n.. testcode::\n\n   x = 1\n"
+    assert [block.text for block in rst_blocks(rst)[1]] == ["Intro.", "```\nx = 1\n```"]
 
 
 def test_a_version_directive_reads_as_sphinx_shows_it_with_its_explanation() -> None:

@@ -32,8 +32,11 @@ _ROLE_NAME = re.compile(r"(?<![\w`]):([A-Za-z][\w:.+-]*):`")
 # reStructuredText, and their argument is a language, a group or a file, which a reader does not see; a `:caption:`
 # they do. Read as Sphinx reads them even where docutils has its own (`code`, `code-block`): docutils refuses Sphinx's
 # options (`:caption:`, `:linenos:`, `:emphasize-lines:`) and the whole block, code and all, was lost.
-_CODE_DIRECTIVES = frozenset({"code", "code-block", "sourcecode", "doctest", "testcode", "testoutput", "testsetup",
-                              "testcleanup", "ipython", "jupyter-execute", "literalinclude", "code-tab", "prompt"})
+# The same names as core/markup.py's CODE_DIRECTIVES and HIDDEN_DIRECTIVES (a test holds them equal).
+CODE_DIRECTIVES = frozenset({"code", "code-block", "code-cell", "sourcecode", "doctest", "testcode", "testoutput",
+                             "literalinclude", "ipython", "jupyter-execute", "code-tab", "prompt"})
+# Code Sphinx runs and never shows (doctest's setup and cleanup): a reader does not see it, so neither does the index.
+HIDDEN_DIRECTIVES = frozenset({"testsetup", "testcleanup"})
 # Directives whose argument Sphinx does not show (as core/markup.py's _HIDDEN_ARGUMENT): a language, a module, a
 # condition; `.. highlight:: python` is not the word "python" on the page. Their content, if any, still is.
 _HIDDEN_ARGUMENT = frozenset({"highlight", "toctree", "currentmodule", "module", "namespace", "only", "ifconfig",
@@ -72,8 +75,10 @@ class _KeepWords(Directive):
     option_spec = _AnyOption()
 
     def run(self) -> list[nodes.Node]:
+        if self.name in HIDDEN_DIRECTIVES:
+            return []
         found: list[nodes.Node] = []
-        code = self.name in _CODE_DIRECTIVES
+        code = self.name in CODE_DIRECTIVES
         shown = (self.options.get("caption") if code
                  else None if self.name in _HIDDEN_ARGUMENT or not self.arguments else self.arguments[0])
         if shown and str(shown).strip():
@@ -108,7 +113,7 @@ def _register_unknown_names(text: str) -> None:
     (the registry is docutils' own, process-wide, as Sphinx and its extensions register theirs)."""
     known_directives = {*directives._directive_registry, *directives._directives, *en.directives}
     for name in set(_DIRECTIVE_NAME.findall(text)):
-        if name.lower() not in known_directives or name.lower() in _CODE_DIRECTIVES:
+        if name.lower() not in known_directives or name.lower() in CODE_DIRECTIVES | HIDDEN_DIRECTIVES:
             directives.register_directive(name.lower(), _KeepWords)
     known_roles = {*roles._role_registry, *roles._roles, *en.roles}
     for name in set(_ROLE_NAME.findall(text)):

@@ -50,7 +50,9 @@ _RST_ROLE = re.compile(r"(?<![\w`]):[\w:.+-]+:`(?:([^`<\n]+?)\s*<[^>\n]+>|([^`\n
 _FENCED_DIRECTIVE = re.compile(r"^([ \t]*)(`{3,}|~{3,})\{([\w:.+-]+)\}[ \t]*([^\n]*)\n(.*?)(?:^[ \t]*\2[ \t]*$\n?|\Z)",
                                re.MULTILINE | re.DOTALL)
 CODE_DIRECTIVES = frozenset({"code", "code-block", "code-cell", "sourcecode", "doctest", "testcode", "testoutput",
-                             "literalinclude", "ipython"})
+                             "literalinclude", "ipython", "jupyter-execute", "code-tab", "prompt"})
+# Code Sphinx runs and never shows (doctest's setup and cleanup): a reader does not see it, so neither does the index.
+HIDDEN_DIRECTIVES = frozenset({"testsetup", "testcleanup"})
 _DIRECTIVE_LINE = re.compile(
     r"^[ \t]*(?::{3,}[ \t]*"  # a ::: closing a MyST block
     r"|(?:!!!|\?\?\?\+?)[ \t]+\w[^\n]*"  # !!! tip "Title" / ??? note (admonitions)
@@ -126,6 +128,8 @@ def _fenced_directive(match: re.Match[str]) -> str:
     body = body if body.endswith("\n") or not body else f"{body}\n"
     options = _LEADING_OPTIONS.match(body)
     body = body[options.end():] if options else body
+    if name in HIDDEN_DIRECTIVES:
+        return ""
     if name in CODE_DIRECTIVES:  # an included file's language is an option; its argument is the file's path
         given = re.search(r"^[ \t]*:language:[ \t]*(\S+)", options.group(0) if options else "", re.MULTILINE)
         language = given.group(1) if given else "" if name == "literalinclude" else (argument.split() or [""])[0]
