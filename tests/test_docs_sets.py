@@ -60,5 +60,7 @@ def test_each_corpus_is_the_listed_pages_of_a_pinned_sdist_with_its_licence(benc
     project = benchmark.corpus.parent
     assert f"{fields['PACKAGE']}=={fields['VERSION']}" in (project / "SOURCE.md").read_text(encoding="utf-8")
     assert (project / fields["LICENSE_FILE"].split()[0]).is_file()
+    if "NOTICE_FILE" in fields:  # a notice the licence asks to travel with the pages (Apache-2.0's NOTICE)
+        assert (project / fields["NOTICE_FILE"].split()[0]).is_file()
     listed = {line.strip() for line in manifest.split("DOCS=(", 1)[1].split(")", 1)[0].splitlines() if line.strip()}
     assert listed == {str(p.relative_to(benchmark.corpus)) for p in benchmark.corpus.rglob("*") if p.is_file()}

@@ -6,10 +6,12 @@
 #   experiments/data/fetch_docs_corpus.sh --all            # check every corpus in experiments/data/corpora/
 #
 # NAME (default hatch) names a manifest, experiments/data/corpora/NAME.sh: the package, its pinned version and
-# sdist sha256, its licence file, the documentation folder inside the sdist and the documents taken from it.
+# sdist sha256, its licence file (and NOTICE_FILE, optional: a notice the licence requires to travel with copies,
+# as Apache-2.0's NOTICE), the documentation folder inside the sdist and the documents taken from it.
 # A corpus is a subset of the documentation shipped in a permissively licensed sdist, copied byte for byte
-# with the licence beside it. PyPI never replaces a released file, so the pinned version and sha256 make
-# this reproducible. PYTHON picks the interpreter whose pip downloads (default: the project's .venv, else python3).
+# with the licence (and notice) beside it. PyPI never replaces a released file, so the pinned version and
+# sha256 make this reproducible. PYTHON picks the interpreter whose pip downloads (default: the project's .venv,
+# else python3).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,6 +33,7 @@ done
 manifest="$here/corpora/$name.sh"
 [ -f "$manifest" ] || { echo "no manifest $manifest" >&2; exit 2; }
 DOCS_ROOT=docs
+NOTICE_FILE=
 # shellcheck source=/dev/null
 source "$manifest"
 
@@ -59,6 +62,7 @@ copy() {  # source path inside the sdist, destination path inside the corpus
 
 differ=0
 copy "$LICENSE_FILE" "$(basename "$LICENSE_FILE")"
+[ -z "$NOTICE_FILE" ] || copy "$NOTICE_FILE" "$(basename "$NOTICE_FILE")"
 for doc in "${DOCS[@]}"; do copy "$DOCS_ROOT/$doc" "docs/$doc"; done
 
 # The corpus folder is ingested as a whole, so a stray file there would change the benchmark silently.
@@ -74,4 +78,4 @@ if [ "$differ" -ne 0 ]; then
   echo "corpus check failed (run with --write to restore the copies from the sdist)" >&2
   exit 1
 fi
-echo "ok: ${#DOCS[@]} documents and $LICENSE_FILE match $PACKAGE $VERSION (sdist sha256 $SDIST_SHA256)"
+echo "ok: ${#DOCS[@]} documents and $LICENSE_FILE${NOTICE_FILE:+ and $NOTICE_FILE} match $PACKAGE $VERSION (sdist sha256 $SDIST_SHA256)"
