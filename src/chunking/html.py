@@ -28,8 +28,8 @@ _CHROME = (f"{_CHROME_IN_MAIN}, header, footer, aside, [role=banner], [role=cont
 
 def html_to_markdown(data: bytes | str) -> tuple[str | None, str]:
     """The page's <title> (None if it has none) and its visible content as Markdown: its main content (<main>, or
-    the element marked role="main", as Sphinx's themes mark it) without the site's chrome,
-    and without permalink marks ("Install¶": a heading's link to itself, a symbol and no words)."""
+    the element marked role="main", as Sphinx's themes mark it) without the site's chrome, and without permalink
+    marks ("Install¶": a heading's link to itself, a symbol and no words)."""
     soup = BeautifulSoup(data, "html.parser")   # bytes: the encoding is read from the page's meta tags
     title = " ".join(soup.title.get_text().split()) if soup.title else ""
     for tag in soup(_INVISIBLE):
