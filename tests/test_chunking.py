@@ -361,6 +361,7 @@ def test_bad_files_are_refused_naming_file_and_line(tmp_path):
 
 
 SPHINX_HTML = Path(__file__).parent / "data" / "html" / "flask-uwsgi.html"  # Sphinx 9 + Alabaster output (BSD-3)
+MKDOCS_HTML = Path(__file__).parent / "data" / "html" / "hatch-version.html"  # MkDocs + Material output (MIT)
 
 
 def test_a_published_sphinx_page_is_read_without_its_sites_chrome_or_permalink_marks():
@@ -372,6 +373,17 @@ def test_a_published_sphinx_page_is_read_without_its_sites_chrome_or_permalink_m
     for chrome in ("¶", "Powered by", "Related Topics", "Navigation", "Quick search", "Documentation overview"):
         assert chrome not in text, chrome
     assert "from hello import create_app" in text and "$ uwsgi --http 127.0.0.1:8000" in text
+
+
+def test_a_published_mkdocs_material_page_is_read_without_its_sidebars_search_or_permalinks():
+    document = chunk_html(MKDOCS_HTML.read_bytes(), chunk_tokens=400)
+    assert document.title == "Versioning"
+    assert [chunk.section for chunk in document.chunks] == [
+        ("Configuration",), ("Display",), ("Updating",), ("Updating", "Supported segments")]
+    text = "\n".join(chunk.text for chunk in document.chunks)
+    for chrome in ("¶", "Skip to content", "Initializing search", "Table of contents", "Made with"):
+        assert chrome not in text, chrome
+    assert "$ hatch version \"0.1.0\"" in text and "| `release` | `1.0.0` |" in text
 
 
 def test_a_page_without_a_main_element_drops_its_menus_and_footer():
