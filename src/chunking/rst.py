@@ -81,11 +81,12 @@ class _KeepWords(Directive):
         code = self.name in CODE_DIRECTIVES
         shown = (self.options.get("caption") if code
                  else None if self.name in _HIDDEN_ARGUMENT or not self.arguments else self.arguments[0])
-        if shown and str(shown).strip():
-            argument = " ".join(str(shown).split())
-            phrase = VERSION_PHRASES.get(self.name)
-            version, _, said = argument.partition(" ")  # `.. versionadded:: 2.5 The *x* parameter.`, as Sphinx shows it
-            text = (f"{phrase} {version}: {said}" if said else f"{phrase} {version}.") if phrase else argument
+        argument = " ".join(str(shown or "").split())
+        if argument:
+            text = argument
+            if (phrase := VERSION_PHRASES.get(self.name)) is not None:  # as Sphinx shows `.. versionadded:: 2.5 Why.`
+                version, _, said = argument.partition(" ")
+                text = f"{phrase} {version}: {said}" if said else f"{phrase} {version}."
             found.append(nodes.paragraph(text, "", *self.state.inline_text(text, self.lineno)[0]))  # ``x`` as code
             found[-1].line = self.lineno
         if self.content and code:
