@@ -39,6 +39,7 @@ from itertools import combinations
 from ..agents.writer import NO_EVIDENCE_ANSWER
 from ..core.markup import plain
 from ..core.names import Place, headed_by, names_all
+from ..core.plan import SubQuery
 from ..core.result import Source
 from ..core.sources import source_title
 
@@ -135,12 +136,40 @@ def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str, Place
     own sections, and no one of them scores against the whole question; a side the collection does not document
     (`--line-ranges-auto` beside `--line-ranges`, `httpx` in another project's docs) finds no passage that answers it.
     """
-    answered = [any(headed_by(place, code) or (score >= bar and (not code or names_all(plain(text), code)))
-                    for score, text, place in passages)
-                for passages, code in zip(side_passages, side_code, strict=True)]
+    answered = sides_answered(side_passages, side_code, bar)
     if room is not None and len(answered) > room:
         return sum(answered) >= room
     return bool(answered) and all(answered)
+
+
+def sides_answered(side_passages: Sequence[Sequence[tuple[float, str, Place]]], side_code: Sequence[Sequence[str]],
+                   bar: float) -> list[bool]:
+    """For each side, whether one of its passages answers it (`every_side_answered` says how); `side_passages[i]` are
+    side i's passages as (score, text, place)."""
+    return [any(headed_by(place, code) or (score >= bar and (not code or names_all(plain(text), code)))
+                for score, text, place in passages)
+            for passages, code in zip(side_passages, side_code, strict=True)]
+
+
+def side_name(sq: SubQuery) -> str:
+    """What a comparison side is about, as the question names it (its `must_include`), or its search's text."""
+    return " ".join(sq.hints.must_include) or sq.text
+
+
+def undocumented_side_reason(sides: Sequence[str], bar: AbstainBar) -> str | None:
+    """Why a comparison should abstain when the search for each of `sides` (the names of the sides, as the question
+    gives them) found no passage that answers it, by `sides_answered` over every passage the side's search found, kept
+    or not; None when there are none, or abstaining is off.
+
+    "fastapi vs flask for a small internal API?", asked of Flask's documentation, is answered only for Flask: the
+    question's own passages (Flask's class-based views, its error handlers) score well enough against it, and an
+    answer from them says nothing about fastapi while seeming to compare. A side whose own search finds nothing that
+    answers it is a side the collection does not document, and that is what the answer should say."""
+    if not sides or bar.threshold <= 0:
+        return None
+    named = ", ".join(repr(side) for side in sides)
+    return (f"the collection does not document {named}: no passage the side's own search found answers it "
+            f"(none scores {bar.setting} {bar.threshold} for it, or names its code)")
 
 
 def abstention_text(sources: Sequence[Source], *, closest: int = 3) -> str:

@@ -53,6 +53,9 @@ from .answerability import (
     answer_score,
     every_side_answered,
     joined_evidence,
+    side_name,
+    sides_answered,
+    undocumented_side_reason,
     unfound_names,
 )
 from .events import (
@@ -113,6 +116,14 @@ def llm_progress(ctx: Context) -> ProgressListener:
     """Streams the progress of the LLM calls a step makes, through that step's own context (a step's context
     serves only that step: its stream writes are finished before the step's result moves on)."""
     return lambda progress: ctx.write_event_to_stream(LLMProgress.of(progress))
+
+
+def side_passages(run: QueryRun, sides: list[SubQuery], kept: set[str] | None = None,
+                  ) -> list[list[tuple[float, str, Place]]]:
+    """Each side's passages as `answerability` reads them (score, text, place), best first: those its search found,
+    or only the `kept` ones."""
+    return [[(hit.score or 0.0, passage_text(hit), Place.of(hit.node.metadata)) for hit in run.ranked.get(sq.id, [])
+             if kept is None or hit.node.node_id in kept] for sq in sides]
 
 
 class QueryWorkflow(Workflow):
@@ -346,11 +357,16 @@ class QueryWorkflow(Workflow):
         reranked = not any(d.agent == "reranker" for d in run.ledger.degradations)
         if sides and reranked:
             kept = {s.node_id for s in sources}
-            side_passages = [[(h.score or 0.0, passage_text(h), Place.of(h.node.metadata))
-                              for h in run.ranked.get(sq.id, []) if h.node.node_id in kept] for sq in sides]
-            if every_side_answered(side_passages, [side_code(sq) for sq in sides], bar.threshold,
+            if every_side_answered(side_passages(run, sides, kept), [side_code(sq) for sq in sides], bar.threshold,
                                    room=self.policy.context_budget):
                 return None
+            searched = [sq for sq in sides  # a failed search says nothing of what the collection documents
+                        if sq.id in run.reports and run.reports[sq.id].status in ("covered", "uncovered")]
+            answered = sides_answered(side_passages(run, searched), [side_code(sq) for sq in searched], bar.threshold)
+            reason = undocumented_side_reason([side_name(sq) for sq, ok in zip(searched, answered, strict=True)
+                                               if not ok], bar)
+            if reason is not None:
+                return reason
         sentences = [source_sentences(s) for s in sources]
         flat = await self._question_scores(run, [t for own in sentences for t in own])
         if flat is None:
