@@ -20,8 +20,9 @@ from dagrag.work_flows.answerability import (
     answer_score,
     every_side_answered,
     joined_evidence,
-    sides_answered,
+    mentions,
     undocumented_side_reason,
+    undocumented_sides,
     unfound_names,
 )
 
@@ -192,24 +193,30 @@ def test_a_comparison_is_answered_side_by_side() -> None:
     assert not every_side_answered([[sane, sane], [], []], three, 0.1, room=2)
 
 
-def test_a_side_nothing_found_answers_is_named_as_undocumented() -> None:
-    basics = Place("The basics", "Usage > Command line options")
-    check = (0.9, "`--check`: Don't write the files back, just return the status.", basics)
-    noise = (0.02, "Black is the uncompromising Python code formatter.", basics)
-    assert sides_answered([[check], [noise], []], [["--check"], [], []], 0.1) == [True, False, False]
-    assert undocumented_side_reason([], AbstainBar(0.1)) is None
-    assert undocumented_side_reason(["fastapi"], AbstainBar(0.0)) is None  # abstaining off stays off
-    assert undocumented_side_reason(["fastapi"], AbstainBar(0.1)) == (
-        "the collection does not document 'fastapi': no passage the side's own search found answers it (none "
-        "scores ABSTAIN_BELOW 0.1 for it, or names its code)")
+def test_a_side_nothing_found_mentions_heads_or_answers_is_undocumented() -> None:
+    views = Place("Class-based Views", "Method Dispatching and APIs", "views.rst")
+    errors = (0.02, "An error handler for 500 Internal Server Error will be passed uncaught exceptions.", views)
+    view = (0.03, "Subclass `View` and override `dispatch_request`.", views)
+    state = (0.03, "The build state, such as sdist or wheel.", Place("Overrides", "If conditions > state (string)"))
+    py_api = (0.99, "`py-api`: the Python API tag of the wheel.", Place("Config Reference", "wheel"))
+    smarty = (0.01, "Converts ASCII dashes, quotes and ellipses, as SmartyPants does.", Place("SmartyPants"))
+    assert undocumented_sides([[errors], [view], [state], [py_api], [smarty], []],
+                              ["fastapi", "View", "state", "wheel.py-api", "standalone smartypants library", "uv"],
+                              [[], ["View"], [], ["wheel.py-api"], [], []], 0.1) == ["fastapi", "uv"]
+    assert not mentions("Rc is not in the source", "Arc") and mentions("rabbitmq handlers", "RabbitMQ")
+    assert undocumented_side_reason([], 0.1) is None
+    assert undocumented_side_reason(["fastapi"], 0.0) is None  # abstaining off stays off
+    assert undocumented_side_reason(["fastapi"], 0.1) == (
+        "the collection does not document 'fastapi': nothing the side's own search found mentions it, is headed by it "
+        "or scores ABSTAIN_BELOW 0.1 for it")
 
 
 async def test_a_comparison_with_a_side_the_collection_does_not_document_abstains(docs_workflow) -> None:
-    """black's command-line page knows `--check` and nothing of yapf: the question's own passages (black's checks)
-    would answer it well enough for ABSTAIN_BELOW, and say nothing about the side asked for."""
-    result = await docs_workflow().run(query="yapf vs black --check: which one fails CI on unformatted code?")
+    """black's command-line page knows `--check` and never mentions autopep8: the question's own passages (black's
+    checks) would answer it well enough for ABSTAIN_BELOW, and say nothing about the side asked for."""
+    result = await docs_workflow().run(query="autopep8 vs black --check: which one fails CI on unformatted code?")
     assert [sq.role for sq in result.plan.subqueries].count("side") == 2
-    assert result.abstained and "does not document 'yapf'" in result.abstain_reason
+    assert result.abstained and "does not document 'autopep8'" in result.abstain_reason
     assert "black" not in result.abstain_reason.split("document")[1].split(":")[0]
     documented = await docs_workflow().run(query="black --check vs --diff: which one makes a CI step fail?")
     assert not documented.abstained, documented.abstain_reason

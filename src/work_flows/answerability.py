@@ -32,6 +32,7 @@ and near misses against every benchmark collection: ARCHITECTURE.md, "Abstain wh
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -136,19 +137,12 @@ def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str, Place
     own sections, and no one of them scores against the whole question; a side the collection does not document
     (`--line-ranges-auto` beside `--line-ranges`, `httpx` in another project's docs) finds no passage that answers it.
     """
-    answered = sides_answered(side_passages, side_code, bar)
+    answered = [any(headed_by(place, code) or (score >= bar and (not code or names_all(plain(text), code)))
+                    for score, text, place in passages)
+                for passages, code in zip(side_passages, side_code, strict=True)]
     if room is not None and len(answered) > room:
         return sum(answered) >= room
     return bool(answered) and all(answered)
-
-
-def sides_answered(side_passages: Sequence[Sequence[tuple[float, str, Place]]], side_code: Sequence[Sequence[str]],
-                   bar: float) -> list[bool]:
-    """For each side, whether one of its passages answers it (`every_side_answered` says how); `side_passages[i]` are
-    side i's passages as (score, text, place)."""
-    return [any(headed_by(place, code) or (score >= bar and (not code or names_all(plain(text), code)))
-                for score, text, place in passages)
-            for passages, code in zip(side_passages, side_code, strict=True)]
 
 
 def side_name(sq: SubQuery) -> str:
@@ -156,20 +150,39 @@ def side_name(sq: SubQuery) -> str:
     return " ".join(sq.hints.must_include) or sq.text
 
 
-def undocumented_side_reason(sides: Sequence[str], bar: AbstainBar) -> str | None:
-    """Why a comparison should abstain when the search for each of `sides` (the names of the sides, as the question
-    gives them) found no passage that answers it, by `sides_answered` over every passage the side's search found, kept
-    or not; None when there are none, or abstaining is off.
+def undocumented_sides(side_passages: Sequence[Sequence[tuple[float, str, Place]]], side_names: Sequence[str],
+                       side_code: Sequence[Sequence[str]], bar: float) -> list[str]:
+    """The names of the sides the collection does not document: of the passages their own search found, kept or not
+    (`side_passages[i]`, as (score, text, place)), none reaches `bar` for that search, none is in a place headed by the
+    side's code (or its name, when it has no code: `headed_by`), and none mentions the side (`mentions`).
 
-    "fastapi vs flask for a small internal API?", asked of Flask's documentation, is answered only for Flask: the
-    question's own passages (Flask's class-based views, its error handlers) score well enough against it, and an
-    answer from them says nothing about fastapi while seeming to compare. A side whose own search finds nothing that
-    answers it is a side the collection does not document, and that is what the answer should say."""
-    if not sides or bar.threshold <= 0:
+    "fastapi vs flask for a small internal API?", asked of Flask's documentation: the question's own passages (Flask's
+    class-based views, its error handlers) score well enough against the question, and an answer from them would seem
+    to compare while saying nothing about fastapi, which no passage mentions. Weaker than `every_side_answered` on
+    purpose: it asks whether the collection says anything about a side, not whether a kept passage answers it.
+    Documentation writes `wheel.py-api` as `py-api` under a `[tool.scikit-build.wheel]` table, "state (string)" heads
+    the `state` condition's section that scores 0.03 against the bare word, and "Is click.echo similar to print?" is
+    answered by a page that mentions print and is headed by neither."""
+    return [name for passages, name, code in zip(side_passages, side_names, side_code, strict=True)
+            if not any(score >= bar or headed_by(place, code or [name]) or mentions(plain(text), name)
+                       for score, text, place in passages)]
+
+
+def mentions(text: str, name: str) -> bool:
+    """Whether `text` says any word of `name` (case aside, a whole word: `Rc` is not in "source"). A side's name may
+    carry the question's description ("standalone SmartyPants library"), so any of its words will do."""
+    words = {word for word in re.split(r"\s+", name.strip().strip("`")) if len(word) >= 2}
+    return any(re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.IGNORECASE) for word in words)
+
+
+def undocumented_side_reason(sides: Sequence[str], bar: float) -> str | None:
+    """Why a comparison should abstain when the collection does not document `sides` (`undocumented_sides` at `bar`,
+    ABSTAIN_BELOW); None when there are none, or abstaining is off (`bar` 0)."""
+    if not sides or bar <= 0:
         return None
     named = ", ".join(repr(side) for side in sides)
-    return (f"the collection does not document {named}: no passage the side's own search found answers it "
-            f"(none scores {bar.setting} {bar.threshold} for it, or names its code)")
+    return (f"the collection does not document {named}: nothing the side's own search found mentions it, is headed by "
+            f"it or scores ABSTAIN_BELOW {bar} for it")
 
 
 def abstention_text(sources: Sequence[Source], *, closest: int = 3) -> str:

@@ -54,8 +54,8 @@ from .answerability import (
     every_side_answered,
     joined_evidence,
     side_name,
-    sides_answered,
     undocumented_side_reason,
+    undocumented_sides,
     unfound_names,
 )
 from .events import (
@@ -362,9 +362,10 @@ class QueryWorkflow(Workflow):
                 return None
             searched = [sq for sq in sides  # a failed search says nothing of what the collection documents
                         if sq.id in run.reports and run.reports[sq.id].status in ("covered", "uncovered")]
-            answered = sides_answered(side_passages(run, searched), [side_code(sq) for sq in searched], bar.threshold)
-            reason = undocumented_side_reason([side_name(sq) for sq, ok in zip(searched, answered, strict=True)
-                                               if not ok], bar)
+            below = self.policy.abstain_below  # the question's unfound code raises its bar, not a side's
+            reason = undocumented_side_reason(undocumented_sides(
+                side_passages(run, searched), [side_name(sq) for sq in searched], [side_code(sq) for sq in searched],
+                below), below)
             if reason is not None:
                 return reason
         sentences = [source_sentences(s) for s in sources]
