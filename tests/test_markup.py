@@ -102,6 +102,21 @@ def test_a_directives_argument_is_shown_where_sphinx_shows_it_and_nested_directi
     assert plain(f":Default: false\n\n{code}") == f"Default: false\n\n{code}"
 
 
+def test_a_code_blocks_caption_is_shown_above_its_code_as_sphinx_shows_it() -> None:
+    # Click's testing page names each example's file in a MyST code-block's `:caption:`; the test file imports the
+    # other by that name. The rST reader shows it too (chunking/rst.py), so both dialects read the same.
+    source = page("click", "testing.md")
+    assert "```{code-block} python\n:caption: hello.py\n" in source
+    rendered = plain(source)
+    assert not LEFTOVER_MARKUP.search(rendered), LEFTOVER_MARKUP.search(rendered)
+    assert "hello.py\n```python\n\nimport click\n" in rendered
+    assert "test_hello.py\n```python\n\nfrom click.testing import CliRunner\nfrom hello import hello\n" in rendered
+    assert ":caption:" not in rendered
+    fragment = ".. code-block:: python\n   :caption: conf.py\n   :linenos:\n\n   x = 1\n"
+    assert plain(fragment) == "conf.py\n\n   x = 1\n"
+    assert plain("```{code} python\n:linenos:\na = 1\n```\n") == "```python\na = 1\n```\n"  # no caption, no line
+
+
 def test_a_link_without_text_reads_as_its_targets_words() -> None:
     # MyST lets Sphinx fill in a link's text from its target: scikit-build-core's getting started page links so.
     source = page("scikit-build-core", "guide/getting_started.md")

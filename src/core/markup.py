@@ -133,8 +133,24 @@ def _fenced_directive(match: re.Match[str]) -> str:
     if name in CODE_DIRECTIVES:  # an included file's language is an option; its argument is the file's path
         given = re.search(r"^[ \t]*:language:[ \t]*(\S+)", options.group(0) if options else "", re.MULTILINE)
         language = given.group(1) if given else "" if name == "literalinclude" else (argument.split() or [""])[0]
-        return f"{indent}{fence}{language}\n{body}{indent}{fence}\n"
+        return f"{_caption(indent, options)}{indent}{fence}{language}\n{body}{indent}{fence}\n"
     return _shown(indent, name, argument) + _FENCED_DIRECTIVE.sub(_fenced_directive, body)
+
+
+def _caption(indent: str, options: re.Match[str] | None) -> str:
+    """A code directive's `:caption:` as a line above its code, where Sphinx shows it (`hello.py` over the file's
+    code), as the rST reader keeps it; nothing without one."""
+    given = re.search(r"^[ \t]*:caption:[ \t]*(\S[^\n]*)", options.group(0) if options else "", re.MULTILINE)
+    return f"{indent}{' '.join(given.group(1).split())}\n" if given else ""
+
+
+def _directive_line(match: re.Match[str]) -> str:
+    """An rST or MyST directive's opening line and options as Sphinx shows them: a code directive's caption, any
+    other's argument (`_shown`)."""
+    indent, name = match.group(1), match.group(2) or match.group(3)
+    if name in CODE_DIRECTIVES:
+        return _caption(indent, _LEADING_OPTIONS.search(match.group(0).partition("\n")[2]))
+    return _shown(indent, name, match.group(4))
 
 
 def _shown(indent: str, name: str, argument: str) -> str:
@@ -156,7 +172,7 @@ def plain(text: str) -> str:
     text = _in_prose(text, lambda prose: _HTML_COMMENT.sub("", prose))
     text = _FENCED_DIRECTIVE.sub(_fenced_directive, text)
     text = _LABEL_LINE.sub("", text)
-    text = _DIRECTIVE_WITH_ARGUMENT.sub(lambda m: _shown(m.group(1), m.group(2) or m.group(3), m.group(4)), text)
+    text = _DIRECTIVE_WITH_ARGUMENT.sub(_directive_line, text)
     text = _DIRECTIVE_LINE.sub("", text)
     text = _in_prose(text, _field_lines)  # a docstring's `:param x:` in a code block stays as written
     text = _DIRECTIVE_OPTION.sub("", text)
