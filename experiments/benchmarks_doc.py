@@ -444,6 +444,8 @@ def latency_ab_section() -> str:
              f"{show(run['load_before'])} → {show(run['load_after'])}"] for run in report["runs"]]
     medians = "; ".join(f"{name} {show(p50['today'])} s today against {show(p50['base'])} s"
                         for name, p50 in report["p50_s"].items())
+    skipped = "".join(f" Not timed: {name} ({why.splitlines()[0].rstrip(':')}: {why.splitlines()[-1].strip()})."
+                      for name, why in report.get("skipped", {}).items())
     return f"""\
 ## Has dag got slower? experiments/latency_ab.py
 
@@ -452,7 +454,7 @@ single run fills the cross-encoder's cache first), on the same machine in one ru
 base) so that a drift in load meets both. The load average is that of the two shared cores before and after each run;
 the run itself keeps both busy. Today is {show(report['today'])}, the base {show(report['base'])}.
 
-Median of the runs' p50: {medians}.
+Median of the runs' p50: {medians}.{skipped}
 
 {table(["set", "code", "questions", "p50 s", "p95 s", "mean s", "load average"], rows)}
 

@@ -43,6 +43,10 @@ def export(commit: str, into: Path) -> Path:
     return package_root
 
 
+class SetFailed(RuntimeError):
+    """One side's eval.py could not run a set (an older commit may refuse a question type added since)."""
+
+
 def latencies(out: Path) -> list[float]:
     rows = (json.loads(line) for line in (out / "per_question.jsonl").read_text(encoding="utf-8").splitlines())
     return [row["metrics"]["latency_s"] for row in rows if row["system"] == "dag" and not row.get("failed")]
@@ -62,15 +66,44 @@ def run(side: str, tree: Path, python_path: Path | None, set_name: str, budget: 
     log = scratch / f"{label}.log"
     with open(log, "w", encoding="utf-8") as output:
         done = subprocess.run(command, cwd=tree, env=env, stdout=output, stderr=subprocess.STDOUT)
-    if done.returncode != 0:  # the scratch folder goes with the exception: say what eval.py said first
+    if done.returncode != 0:  # the scratch folder goes with the run: say what eval.py said first
         tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:])
-        raise SystemExit(f"{side} ({tree}): eval.py exited {done.returncode} on {set_name}:\n{tail}")
+        raise SetFailed(f"{side}'s eval.py exited {done.returncode} on {set_name}:\n{tail}")
     load_after = os.getloadavg()[0]
     seconds = latencies(out)
     return {"side": side, "set": set_name, "questions": len(seconds),
             "p50_s": round(float(np.percentile(seconds, 50)), 3), "p95_s": round(float(np.percentile(seconds, 95)), 3),
             "mean_s": round(float(np.mean(seconds)), 3),
             "load_before": round(load_before, 2), "load_after": round(load_after, 2)}
+
+
+def timed_set(set_name: str, sides: dict[str, tuple[Path, Path | None]], rounds: int, budget: int, scratch: Path,
+              first: int) -> list[dict]:
+    """`rounds` ABBA rounds of one set (base, today, today, base); raises SetFailed if any run fails, so a set is
+    either timed on both sides or not at all."""
+    runs: list[dict] = []
+    for _ in range(rounds):
+        for side in ("base", "today", "today", "base"):
+            label = f"{set_name}-{first + len(runs)}-{side}"
+            print(f"== {label}", flush=True)
+            runs.append(run(side, *sides[side], set_name, budget, scratch, label))
+            print(f"   {runs[-1]}", flush=True)
+    return runs
+
+
+def summarise(base: str, args: argparse.Namespace, runs: list[dict], skipped: dict[str, str]) -> dict:
+    """The report: every run, each timed set's median p50 per side, and the sets that could not be timed, and why."""
+    timed = list(dict.fromkeys(r["set"] for r in runs))
+    return {"base": base, "today": code_commit(), "budget": args.budget, "sets": ",".join(timed),
+            "rounds": args.rounds, "runs": runs, "skipped": skipped,
+            "p50_s": {set_name: {side: round(float(np.median([r["p50_s"] for r in runs
+                                                            if r["set"] == set_name and r["side"] == side])), 3)
+                                 for side in ("base", "today")} for set_name in timed}}
+
+
+def write_summary(out: Path, summary: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,29 +122,27 @@ def main(argv: list[str] | None = None) -> int:
     if found.returncode != 0:
         parser.error(f"--base: {args.base!r} names no commit of this repository")
     base = found.stdout.strip()
-    runs = []
+    runs: list[dict] = []
+    skipped: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="latency-ab-") as folder:
         scratch = Path(folder)
         base_tree = scratch / "base"
         base_path = export(base, base_tree)
         sides = {"base": (base_tree, base_path), "today": (ROOT, None)}
         for set_name in args.sets.split(","):
-            for _ in range(args.rounds):
-                for side in ("base", "today", "today", "base"):
-                    label = f"{set_name}-{len(runs) + 1}-{side}"
-                    print(f"== {label}", flush=True)
-                    runs.append(run(side, *sides[side], set_name, args.budget, scratch, label))
-                    print(f"   {runs[-1]}", flush=True)
-    summary = {"base": base, "today": code_commit(), "budget": args.budget, "sets": args.sets, "rounds": args.rounds,
-               "runs": runs,
-               "p50_s": {set_name: {side: round(float(np.median([r["p50_s"] for r in runs
-                                                               if r["set"] == set_name and r["side"] == side])), 3)
-                                    for side in ("base", "today")} for set_name in args.sets.split(",")}}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+            try:
+                runs += timed_set(set_name, sides, args.rounds, args.budget, scratch, first=len(runs) + 1)
+            except SetFailed as failure:  # the other sets still count: an A/B of one set is an A/B
+                skipped[set_name] = str(failure)
+                print(f"   skipped {set_name}: {failure}", flush=True)
+            write_summary(Path(args.out), summarise(base, args, runs, skipped))  # nothing measured is lost
+    summary = summarise(base, args, runs, skipped)
     for set_name, sides_p50 in summary["p50_s"].items():
         print(f"{set_name}: dag p50 {sides_p50['today']} s today ({summary['today']}) against {sides_p50['base']} s "
               f"at {base}")
+    if not summary["p50_s"]:
+        print("no set could be timed on both sides", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,8 +42,30 @@ def test_a_failing_eval_says_what_it_printed_before_its_scratch_folder_goes(tmp_
     (tree / "experiments" / "eval.py").write_text("print('no such option: --systems')\nraise SystemExit(2)\n")
     scratch = tmp_path / "scratch"
     (scratch / "runs").mkdir(parents=True)
-    with pytest.raises(SystemExit, match="exited 2 on hatch:\nno such option: --systems"):
+    said = re.escape("base's eval.py exited 2 on hatch:\nno such option: --systems")
+    with pytest.raises(latency_ab.SetFailed, match=said):
         latency_ab.run("base", tree, None, "hatch", 4, scratch, "hatch-1-base")
+
+
+def test_a_set_one_side_cannot_run_is_reported_and_the_others_are_still_timed(tmp_path, monkeypatch):
+    # An older commit's eval.py may refuse a set's newer question types; that must not throw away the sets timed.
+    def fake_run(side, tree, python_path, set_name, budget, scratch, label):
+        if set_name == "black" and side == "base":
+            raise latency_ab.SetFailed("base's eval.py exited 2 on black:\nerror: type 'comparison' is not one of fact")
+        return {"side": side, "set": set_name, "questions": 3, "p50_s": 1.0 if side == "base" else 0.5,
+                "p95_s": 2.0, "mean_s": 1.0, "load_before": 1.0, "load_after": 1.0}
+
+    monkeypatch.setattr(latency_ab, "run", fake_run)
+    monkeypatch.setattr(latency_ab, "export", lambda commit, into: into)
+    out = tmp_path / "ab.json"
+    sets = "hatch,black,hotpotqa"
+    assert latency_ab.main(["--base", "HEAD", "--sets", sets, "--rounds", "1", "--out", str(out)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["p50_s"] == {"hatch": {"base": 1.0, "today": 0.5}, "hotpotqa": {"base": 1.0, "today": 0.5}}
+    assert report["sets"] == "hatch,hotpotqa" and len(report["runs"]) == 8
+    assert "type 'comparison' is not one of fact" in report["skipped"]["black"]
+    monkeypatch.setattr(latency_ab, "run", lambda side, *rest: fake_run(side, None, None, "black", 4, None, ""))
+    assert latency_ab.main(["--base", "HEAD", "--sets", "black", "--out", str(out)]) == 1  # nothing timed
 
 
 def test_a_base_that_names_no_commit_is_refused(capsys):

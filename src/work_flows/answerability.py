@@ -23,6 +23,10 @@ such pair reaches ABSTAIN_JOINED_BELOW (0.9, well above ABSTAIN_BELOW: two passa
 question than one, and questions about invented films and people reach 0.6 this way). Not when the question names
 code no passage found contains.
 
+A comparison is answered side by side (`every_side_answered`), and a side the collection does not document at all
+(`undocumented_sides`: nothing its own search found mentions it, is headed by it or scores ABSTAIN_BELOW for it) makes
+the run abstain, naming the side: "fastapi vs flask?" asked of Flask's documentation is not a comparison it can answer.
+
 Whole passages and single sentences both count because each misses cases the other catches: a table row or a list
 is one "sentence" that reads as noise alone, and a long passage buries the one sentence that answers. The question
 is what is judged, never a subquery: a subquery's passage can be a perfect answer to the subquery (the page of the
