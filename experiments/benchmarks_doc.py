@@ -445,7 +445,7 @@ def latency_ab_section() -> str:
     medians = "; ".join(f"{name} {show(p50['today'])} s today against {show(p50['base'])} s"
                         for name, p50 in report["p50_s"].items())
     skipped = "".join(f" Not timed: {name} ({why.splitlines()[0].rstrip(':')}: "
-                      f"{why.splitlines()[-1].strip().replace(f'{ROOT}/', '')})."
+                      f"{why.splitlines()[-1].strip()})."
                       for name, why in report.get("skipped", {}).items())
     return f"""\
 ## Has dag got slower? experiments/latency_ab.py

@@ -68,6 +68,7 @@ def run(side: str, tree: Path, python_path: Path | None, set_name: str, budget: 
         done = subprocess.run(command, cwd=tree, env=env, stdout=output, stderr=subprocess.STDOUT)
     if done.returncode != 0:  # the scratch folder goes with the run: say what eval.py said first
         tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:])
+        tail = tail.replace(f"{tree}/", "").replace(f"{ROOT}/", "")  # the report names files, not this machine's paths
         raise SetFailed(f"{side}'s eval.py exited {done.returncode} on {set_name}:\n{tail}")
     load_after = os.getloadavg()[0]
     seconds = latencies(out)

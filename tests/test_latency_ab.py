@@ -39,12 +39,18 @@ def test_only_the_dag_rows_that_ran_are_timed(tmp_path):
 def test_a_failing_eval_says_what_it_printed_before_its_scratch_folder_goes(tmp_path):
     tree = tmp_path / "tree"
     (tree / "experiments").mkdir(parents=True)
-    (tree / "experiments" / "eval.py").write_text("print('no such option: --systems')\nraise SystemExit(2)\n")
+    (tree / "experiments" / "eval.py").write_text(
+        f"print('no such option: --systems')\nprint('error: {tree}/experiments/data/q.jsonl:4: bad type')\n"
+        "raise SystemExit(2)\n")
     scratch = tmp_path / "scratch"
     (scratch / "runs").mkdir(parents=True)
     said = re.escape("base's eval.py exited 2 on hatch:\nno such option: --systems")
     with pytest.raises(latency_ab.SetFailed, match=said):
         latency_ab.run("base", tree, None, "hatch", 4, scratch, "hatch-1-base")
+    with pytest.raises(latency_ab.SetFailed) as failure:  # files by their place in the tree, not this machine's path
+        latency_ab.run("base", tree, None, "hatch", 4, scratch, "hatch-1-base")
+    said = str(failure.value)
+    assert "error: experiments/data/q.jsonl:4: bad type" in said and str(tmp_path) not in said
 
 
 def test_a_set_one_side_cannot_run_is_reported_and_the_others_are_still_timed(tmp_path, monkeypatch):
