@@ -110,6 +110,8 @@ def test_the_abstention_names_the_closest_sources() -> None:
     assert "does not seem to answer" in text
     assert "[1] Page 1 > Usage; [2] Page 2 > Usage; [3] Page 3 > Usage." in text and "Page 4" not in text
     assert abstention_text([]) == NO_EVIDENCE_ANSWER
+    assert abstention_text(sources, undocumented=["fastapi"]).startswith(
+        "The collection does not seem to document 'fastapi'. The closest passages: [1] Page 1 > Usage;")
 
 
 async def test_a_question_from_another_domain_abstains_and_is_not_written_or_verified(make_workflow) -> None:
@@ -217,6 +219,7 @@ async def test_a_comparison_with_a_side_the_collection_does_not_document_abstain
     result = await docs_workflow().run(query="autopep8 vs black --check: which one fails CI on unformatted code?")
     assert [sq.role for sq in result.plan.subqueries].count("side") == 2
     assert result.abstained and "does not document 'autopep8'" in result.abstain_reason
+    assert result.answer.startswith("The collection does not seem to document 'autopep8'. The closest passages: [1]")
     assert "black" not in result.abstain_reason.split("document")[1].split(":")[0]
     documented = await docs_workflow().run(query="black --check vs --diff: which one makes a CI step fail?")
     assert not documented.abstained, documented.abstain_reason

@@ -189,9 +189,12 @@ def undocumented_side_reason(sides: Sequence[str], bar: float) -> str | None:
             f"it or scores ABSTAIN_BELOW {bar} for it")
 
 
-def abstention_text(sources: Sequence[Source], *, closest: int = 3) -> str:
-    """The answer when the run abstains: that the collection does not answer, and where it came closest."""
+def abstention_text(sources: Sequence[Source], *, closest: int = 3, undocumented: Sequence[str] = ()) -> str:
+    """The answer when the run abstains: that the collection does not answer, or what of the question it does not
+    document (a comparison's `undocumented` sides), and where it came closest."""
     if not sources:
         return NO_EVIDENCE_ANSWER
     near = "; ".join(f"[{n}] {source_title(s)}" for n, s in enumerate(sources[:closest], start=1))
-    return f"The collection does not seem to answer this question. The closest passages: {near}."
+    missing = (f"document {', '.join(repr(side) for side in undocumented)}" if undocumented
+               else "answer this question")
+    return f"The collection does not seem to {missing}. The closest passages: {near}."

@@ -257,8 +257,8 @@ class QueryWorkflow(Workflow):
         ev.run.add_time("judge_s", time.perf_counter() - started)
         if reason is None:
             return EvidenceJudged(run=ev.run, sources=ev.sources)
-        return AnswerDrafted(run=ev.run, sources=ev.sources,
-                             answer=WrittenAnswer(text=abstention_text(ev.sources), abstain_reason=reason))
+        text = abstention_text(ev.sources, undocumented=self._undocumented_sides(ev.run))
+        return AnswerDrafted(run=ev.run, sources=ev.sources, answer=WrittenAnswer(text=text, abstain_reason=reason))
 
     @step
     async def write(self, ctx: Context, ev: EvidenceJudged) -> AnswerDrafted:
@@ -360,12 +360,7 @@ class QueryWorkflow(Workflow):
             if every_side_answered(side_passages(run, sides, kept), [side_code(sq) for sq in sides], bar.threshold,
                                    room=self.policy.context_budget):
                 return None
-            searched = [sq for sq in sides  # a failed search says nothing of what the collection documents
-                        if sq.id in run.reports and run.reports[sq.id].status in ("covered", "uncovered")]
-            below = self.policy.abstain_below  # the question's unfound code raises its bar, not a side's
-            reason = undocumented_side_reason(undocumented_sides(
-                side_passages(run, searched), [side_name(sq) for sq in searched], [side_code(sq) for sq in searched],
-                below), below)
+            reason = undocumented_side_reason(self._undocumented_sides(run), self.policy.abstain_below)
             if reason is not None:
                 return reason
         sentences = [source_sentences(s) for s in sources]
@@ -392,6 +387,17 @@ class QueryWorkflow(Workflow):
         if joined is None:
             return None
         return abstain_reason(best, bar, max(joined))
+
+    def _undocumented_sides(self, run: QueryRun) -> list[str]:
+        """The comparison sides the collection does not document (`answerability.undocumented_sides`), at
+        ABSTAIN_BELOW: the question's unfound code raises its bar, not a side's. Only sides whose search ran (a failed
+        search says nothing of the collection) and only with the cross-encoder's probabilities."""
+        if self.policy.abstain_below <= 0 or any(d.agent == "reranker" for d in run.ledger.degradations):
+            return []
+        searched = [sq for sq in run.plan.subqueries if sq.role == "side"
+                    and sq.id in run.reports and run.reports[sq.id].status in ("covered", "uncovered")]
+        return undocumented_sides(side_passages(run, searched), [side_name(sq) for sq in searched],
+                                  [side_code(sq) for sq in searched], self.policy.abstain_below)
 
     async def _question_scores(self, run: QueryRun, texts: list[str]) -> list[float] | None:
         """The cross-encoder's probability for the question against each text; None when the deadline passed or
