@@ -136,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             except SetFailed as failure:  # the other sets still count: an A/B of one set is an A/B
                 skipped[set_name] = str(failure)
                 print(f"   skipped {set_name}: {failure}", flush=True)
-            write_summary(Path(args.out), summarise(base, args, runs, skipped))  # nothing measured is lost
-    summary = summarise(base, args, runs, skipped)
+            summary = summarise(base, args, runs, skipped)
+            write_summary(Path(args.out), summary)  # after every set: nothing measured is lost
     for set_name, sides_p50 in summary["p50_s"].items():
         print(f"{set_name}: dag p50 {sides_p50['today']} s today ({summary['today']}) against {sides_p50['base']} s "
               f"at {base}")

@@ -131,17 +131,23 @@ def _fenced_directive(match: re.Match[str]) -> str:
     if name in HIDDEN_DIRECTIVES:
         return ""
     if name in CODE_DIRECTIVES:  # an included file's language is an option; its argument is the file's path
-        given = re.search(r"^[ \t]*:language:[ \t]*(\S+)", options.group(0) if options else "", re.MULTILINE)
-        language = given.group(1) if given else "" if name == "literalinclude" else (argument.split() or [""])[0]
+        given = _option(options, "language").partition(" ")[0]
+        language = given or ("" if name == "literalinclude" else (argument.split() or [""])[0])
         return f"{_caption(indent, options)}{indent}{fence}{language}\n{body}{indent}{fence}\n"
     return _shown(indent, name, argument) + _FENCED_DIRECTIVE.sub(_fenced_directive, body)
+
+
+def _option(options: re.Match[str] | None, key: str) -> str:
+    """The value of a directive's `:key: value` line among its option lines, spaces collapsed; "" without one."""
+    given = re.search(rf"^[ \t]*:{key}:[ \t]*(\S[^\n]*)", options.group(0) if options else "", re.MULTILINE)
+    return " ".join(given.group(1).split()) if given else ""
 
 
 def _caption(indent: str, options: re.Match[str] | None) -> str:
     """A code directive's `:caption:` as a line above its code, where Sphinx shows it (`hello.py` over the file's
     code), as the rST reader keeps it; nothing without one."""
-    given = re.search(r"^[ \t]*:caption:[ \t]*(\S[^\n]*)", options.group(0) if options else "", re.MULTILINE)
-    return f"{indent}{' '.join(given.group(1).split())}\n" if given else ""
+    caption = _option(options, "caption")
+    return f"{indent}{caption}\n" if caption else ""
 
 
 def _directive_line(match: re.Match[str]) -> str:

@@ -44,7 +44,6 @@ from itertools import combinations
 from ..agents.writer import NO_EVIDENCE_ANSWER
 from ..core.markup import plain
 from ..core.names import Place, headed_by, names_all
-from ..core.plan import SubQuery
 from ..core.result import Source
 from ..core.sources import source_title
 
@@ -149,11 +148,6 @@ def every_side_answered(side_passages: Sequence[Sequence[tuple[float, str, Place
     return bool(answered) and all(answered)
 
 
-def side_name(sq: SubQuery) -> str:
-    """What a comparison side is about, as the question names it (its `must_include`), or its search's text."""
-    return " ".join(sq.hints.must_include) or sq.text
-
-
 def undocumented_sides(side_passages: Sequence[Sequence[tuple[float, str, Place]]], side_names: Sequence[str],
                        side_code: Sequence[Sequence[str]], bar: float) -> list[str]:
     """The names of the sides the collection does not document: of the passages their own search found, kept or not
@@ -175,7 +169,7 @@ def undocumented_sides(side_passages: Sequence[Sequence[tuple[float, str, Place]
 def mentions(text: str, name: str) -> bool:
     """Whether `text` says any word of `name` (case aside, a whole word: `Rc` is not in "source"). A side's name may
     carry the question's description ("standalone SmartyPants library"), so any of its words will do."""
-    words = {word for word in re.split(r"\s+", name.strip().strip("`")) if len(word) >= 2}
+    words = {word for word in name.strip("` ").split() if len(word) >= 2}
     return any(re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.IGNORECASE) for word in words)
 
 

@@ -53,7 +53,6 @@ from .answerability import (
     answer_score,
     every_side_answered,
     joined_evidence,
-    side_name,
     undocumented_side_reason,
     undocumented_sides,
     unfound_names,
@@ -82,6 +81,7 @@ from .hopping import (
     apply_deepening,
     merge_scores,
     side_code,
+    side_name,
     unscored,
 )
 from .llamaindex import DagragQueryEngine, as_query_engine, as_tool

@@ -6,8 +6,8 @@ chain grows by one more hop.
 """
 
 from .deeper import Deepening, apply_deepening
-from .searches import PooledCandidate, Variant, merge_scores, side_code, unscored
+from .searches import PooledCandidate, Variant, merge_scores, side_code, side_name, unscored
 from .strategy import DocumentHops, HopStrategy
 
 __all__ = ["Deepening", "DocumentHops", "HopStrategy", "PooledCandidate", "Variant", "apply_deepening",
-           "merge_scores", "side_code", "unscored"]
+           "merge_scores", "side_code", "side_name", "unscored"]

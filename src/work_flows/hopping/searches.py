@@ -149,6 +149,11 @@ def unscored(run: QueryRun, pools: dict[str, list[PooledCandidate]]) -> list[tup
     return fresh
 
 
+def side_name(sq: SubQuery) -> str:
+    """What a comparison side is about, as the question names it (its `must_include`), or its search's text."""
+    return " ".join(sq.hints.must_include) or sq.text
+
+
 def side_code(sq: SubQuery) -> list[str]:
     """The code a comparison side is named by (`--check`, `wheel.exclude`, `sane_lists`), or none: a side's name is its
     `must_include`."""
