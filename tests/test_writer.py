@@ -295,6 +295,34 @@ def test_a_hops_sentence_that_links_the_chain_is_quoted_beside_the_answering_sen
                       "Lena Marwick: She served as Harbour Commissioner. [2]")
 
 
+def test_a_hops_answer_is_the_sentence_that_answers_as_read_after_its_parents(reranker) -> None:
+    # The hop's page answers the question only through the chain: scored alone, its office sentence is about someone
+    # the question never names (0.003), and a sentence repeating the question's words wins the hop's own choice. Read
+    # after the film page's sentence that names her, the office sentence answers, and it is quoted beside the others.
+    question = "What government position was held by the actress who played Nora Quill in Salt and Ember?"
+    film = ("Salt and Ember is a 1946 comedy film directed by Arlo Fenn. It was adapted from a stage play of the same "
+            "name. The part of Nora Quill went to Lena Marwick, then 17. The film was a modest success.")
+    office = "From 1969 to 1974 she was Harbour Commissioner of Vellmark."
+    actress = ("Lena Marwick (born 1929) is a former actress from Harrowgate. She appeared in eleven films "
+               "between 1945 and 1952. She played Nora Quill again in a 1950 radio version of Salt and Ember. "
+               f"{office} She married the painter Ivo Stane in 1955.")
+    plan = ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
+        SubQuery(id="s1", text=question, role="question"),
+        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+    sources = [source(1, "Salt and Ember", film),
+               source(2, "Lena Marwick", actress).model_copy(update={"subquery_id": "s2", "subquery_ids": ["s2"]})]
+    writer = WriterAgent(reranker, max_sentences=2)
+    scored = asyncio.run(writer._score(question, plan, sources))
+    at = {c.sentence: i for i, c in enumerate(scored.candidates)}
+    assert scored.question_score[at[office]] < 0.1 and scored.best_for["s2"][1] != at[office]  # what makes this case
+    assert scored.after_parent == {"s2": at[office]}
+    answer = asyncio.run(writer.awrite(question, plan, sources, RunLedger())).text
+    assert f"{office} [2]" in answer and "went to Lena Marwick" in answer  # the bridge and the asked fact
+    # One search over the same pages has no parent to read after: the office sentence is not quoted.
+    single = asyncio.run(writer.awrite(question, one_search_plan(question), sources, RunLedger())).text
+    assert office not in single
+
+
 def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_document(reranker) -> None:
     # The question's search ranked the release-cadence passage first, but its answering sentence alone scores under
     # the bar, while a sentence of the runner-up that only shares the words "new release" clears it. With room

@@ -12,7 +12,7 @@ subquery, each read after its document's title and section ("Brenton County: Its
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from llama_index.core import PromptTemplate
 
@@ -163,6 +163,9 @@ class _ScoredSentences:
     # The sentence of the question's own best document (the first source its search kept) that scores highest
     # against the question, or None when the question's search kept nothing.
     question_lead: int | None = None
+    # For each hop (a subquery searched from what its parent found): the sentence of its best document that answers
+    # the question best when read after its parent's sentence (`WriterAgent._read_after_parents`).
+    after_parent: dict[str, int] = field(default_factory=dict)
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
@@ -252,7 +255,8 @@ class WriterAgent:
                            "whole passages for the LLM")
             return sources
         picked: dict[int, set[int]] = {}
-        for _, index in scored.best_for.values():  # each subquery's answering sentence, first
+        # each subquery's answering sentence first, and each hop's as read after its parent's
+        for index in [index for _, index in scored.best_for.values()] + list(scored.after_parent.values()):
             candidate = scored.candidates[index]
             picked.setdefault(candidate.source_number, set()).add(candidate.position)
         for index in sorted(range(len(scored.candidates)), key=lambda i: scored.question_score[i], reverse=True):
@@ -301,7 +305,46 @@ class WriterAgent:
                            if sq.text == question and sq.id in best_source), default=None)
         own = [i for i, c in enumerate(candidates) if c.source_number == lead_source]
         question_lead = max(own, key=lambda i: question_score[i]) if own else None
-        return _ScoredSentences(candidates, question_score, best_for, question_lead)
+        after_parent = await self._read_after_parents(question, plan, candidates, best_source,
+                                                      {sq_id: index for sq_id, (_, index) in best_for.items()},
+                                                      question_lead)
+        return _ScoredSentences(candidates, question_score, best_for, question_lead, after_parent)
+
+    async def _read_after_parents(self, question: str, plan: ExecutedPlan, candidates: list[_Candidate],
+                                  best_source: dict[str, int], speaks_for: dict[str, int],
+                                  question_lead: int | None) -> dict[str, int]:
+        """For each hop, the sentence of its best document that answers the question best as read after the sentence
+        its parent speaks with (the parent's `best_for`, or the question's lead for the question's own search).
+
+        A hop's page answers the question only through the chain: "From 1969 to 1974 she was Harbour Commissioner of
+        Vellmark." scores 0.003 against "What government position was held by the actress who played Nora Quill in
+        Salt and Ember?", which names the film, not her, while "She played Nora Quill again in a radio version" scores
+        0.98; read after "The part of Nora Quill went to Lena Marwick", the office answers. The cross-encoder scores
+        those pairs (one batch); scored alone, each of the hop's sentences is about someone the question never names."""
+        by_id = {sq.id: sq for sq in plan.subqueries}
+        pairs: list[tuple[str, int]] = []  # (hop id, candidate index)
+        links: list[int] = []
+        for sq in plan.subqueries:
+            parent = by_id.get(sq.parents[0]) if sq.role in ("bridge", "hop") and sq.parents else None
+            if parent is None or sq.id not in best_source:
+                continue
+            link = speaks_for.get(parent.id, question_lead if parent.role == "question" else None)
+            if link is None or candidates[link].source_number == best_source[sq.id]:
+                continue
+            for index, candidate in enumerate(candidates):
+                if candidate.source_number == best_source[sq.id]:
+                    pairs.append((sq.id, index))
+                    links.append(link)
+        if not pairs:
+            return {}
+        scores = await self.reranker.ascore([
+            (question, f"{candidates[link].in_context} {candidates[index].in_context}")
+            for (_, index), link in zip(pairs, links)])
+        best: dict[str, tuple[float, int]] = {}
+        for (sq_id, index), score in zip(pairs, scores):
+            if score > best.get(sq_id, (-1.0, -1))[0]:
+                best[sq_id] = (score, index)
+        return {sq_id: index for sq_id, (_, index) in best.items()}
 
     def _chosen(self, plan: ExecutedPlan, scored: _ScoredSentences) -> list[int]:
         """The candidates the extractive answer quotes (indices), by how well each answers the question."""
@@ -337,7 +380,10 @@ class WriterAgent:
                     break
                 if index not in chosen and candidates[index].source_number == lead_source:
                     chosen.append(index)
-        return chosen[:room]
+        # Each hop's sentence as read after its parent's: the chain's answer, quoted beside the sentences above and
+        # beyond `max_sentences`, as a link is (a bridge question's answer states the bridge and the asked fact).
+        chosen = chosen[:room]
+        return chosen + [index for index in dict.fromkeys(scored.after_parent.values()) if index not in chosen]
 
     async def _with_neighbours(self, question: str, scored: _ScoredSentences, chosen: list[int]) -> list[int]:
         """`chosen` and, beside each, the sentence before or after it in its passage where that one answers too (by
