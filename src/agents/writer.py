@@ -5,8 +5,9 @@ sources, whole or (LLM_EVIDENCE_SENTENCES) as excerpts: each source's best sente
 the sentence before it, so a small model on a CPU reads fewer tokens where chunks are long.
 Offline twin (and fallback): extractive — the source sentences that best answer the question and each
 subquery, each read after its document's title and section ("Brenton County: Its county seat is ...",
-"FAQ > Can I run it with PyPy?: Yes, from 3.8 on.") and scored by the cross-encoder in one batch, each quoted so
-(a source's next sentence without the title again) and cited.
+"FAQ > Can I run it with PyPy?: Yes, from 3.8 on.") and scored by the cross-encoder in one batch, and each hop's
+page's sentence that answers as read after its parent's (a second batch), each quoted so (a source's next sentence
+without the title again) and cited.
 """
 
 from __future__ import annotations
