@@ -323,8 +323,7 @@ class WriterAgent:
         0.98; read after "The part of Nora Quill went to Lena Marwick", the office answers. The cross-encoder scores
         those pairs (one batch); scored alone, each of the hop's sentences is about someone the question never names."""
         by_id = {sq.id: sq for sq in plan.subqueries}
-        pairs: list[tuple[str, int]] = []  # (hop id, candidate index)
-        links: list[int] = []
+        pairs: list[tuple[str, int, int]] = []  # (hop id, candidate index, the parent's sentence it is read after)
         for sq in plan.subqueries:
             parent = by_id.get(sq.parents[0]) if sq.role in ("bridge", "hop") and sq.parents else None
             if parent is None or sq.id not in best_source:
@@ -334,15 +333,13 @@ class WriterAgent:
                 continue
             for index, candidate in enumerate(candidates):
                 if candidate.source_number == best_source[sq.id]:
-                    pairs.append((sq.id, index))
-                    links.append(link)
+                    pairs.append((sq.id, index, link))
         if not pairs:
             return {}
         scores = await self.reranker.ascore([
-            (question, f"{candidates[link].in_context} {candidates[index].in_context}")
-            for (_, index), link in zip(pairs, links)])
+            (question, f"{candidates[link].in_context} {candidates[index].in_context}") for _, index, link in pairs])
         best: dict[str, tuple[float, int]] = {}
-        for (sq_id, index), score in zip(pairs, scores):
+        for (sq_id, index, _), score in zip(pairs, scores):
             if score > best.get(sq_id, (-1.0, -1))[0]:
                 best[sq_id] = (score, index)
         return {sq_id: index for sq_id, (_, index) in best.items()}
