@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit.metrics import won_lost
 from evalkit.provenance import code_commit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,14 +140,16 @@ def row_name(record: dict) -> str:
 def table() -> str:
     """The Markdown table of every kept result: recall and joint recall, single against dag, per set and budget."""
     rows = ["| set | questions | budget | single recall | dag recall | single joint | dag joint | dag − single "
-            "(joint) | commit |", "|---|---|---|---|---|---|---|---|---|"]
+            "(joint) | questions dag won / lost, joint (sign test p) | commit |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for record in records():
         single, dag = record["systems"]["single"], record["systems"]["dag"]
         delta = dag["joint_recall"] - single["joint_recall"]
         name = row_name(record)
+        paired = dag.get("against_single", {}).get("joint_recall")
         rows.append(f"| {name} | {dag['n']} | {record['budget']} | {single['recall']:.3f} | {dag['recall']:.3f} | "
                     f"{single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | {delta:+.3f} | "
-                    f"{record['commit']} |")
+                    f"{won_lost(paired) if paired else '-'} | {record['commit']} |")
     return "\n".join(rows)
 
 

@@ -54,9 +54,11 @@ from evalkit.metrics import (
     evidence_recall,
     exact_match,
     f1_score,
+    paired_outcome,
     percentile,
     quoted_in,
     supporting_recall,
+    won_lost,
 )
 from evalkit.provenance import changed_settings, code_commit, library_versions
 
@@ -67,6 +69,9 @@ from dagrag.stack import build_agents, build_embed_model, build_llm, build_reran
 from dagrag.store import open_vector_store
 
 SYSTEMS = ("single", "dag", "dag-no-bridge", "oracle", "subq", "dag-rule")
+# Every other system is paired with this one question by question (`against_single` in the summary).
+BASELINE = "single"
+PAIRED_METRICS = ("recall", "joint_recall", "match")
 DAGRAG_SYSTEMS = ("single", "dag", "dag-no-bridge", "oracle", "dag-rule")  # the ones with a plan and checked citations
 METRICS = ("em", "f1", "concise", "match", "abstained", "recall", "joint_recall", "passages_per_question",
            "context_tokens", "coverage_ratio", "support_rate", "llm_calls", "llm_tokens", "llm_prompt_tokens")
@@ -299,6 +304,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         answerable = [r for r in items if r["type"] != OUT_OF_COLLECTION]
         systems[name] = {**block(answerable), **telemetry(name, answerable),
                          "by_type": {t: block(v) for t, v in sorted(by_type.items())}}
+    baseline = {r["id"]: r for r in by_system.get(BASELINE, []) if r["type"] != OUT_OF_COLLECTION}
+    for name, items in by_system.items():
+        paired = [(r, baseline[r["id"]]) for r in items if name != BASELINE and r["id"] in baseline]
+        if paired:
+            systems[name][f"against_{BASELINE}"] = {
+                m: paired_outcome([r["metrics"].get(m, 0) for r, _ in paired],
+                                  [b["metrics"].get(m, 0) for _, b in paired]) for m in PAIRED_METRICS}
     return systems
 
 
@@ -328,7 +340,15 @@ def markdown_table(systems: dict[str, Any]) -> str:
         origins = ", ".join(f"{o} {c}" for o, c in (summary["plan_origins"] or {}).items() if c) or "-"
         rate = summary["valid_citation_rate"]
         lines.append(f"| {name} | {summary['failures']} | {origins} | {'-' if rate is None else f'{rate:.3f}'} |")
+    paired = {name: summary[f"against_{BASELINE}"] for name, summary in systems.items()
+              if f"against_{BASELINE}" in summary}
+    if paired:
+        lines += ["", f"Question by question against {BASELINE} (questions won / lost, two-sided sign test p):", "",
+                  "| system | " + " | ".join(PAIRED_METRICS) + " |", "|---|" + "---|" * len(PAIRED_METRICS)]
+        lines += [f"| {name} | " + " | ".join(won_lost(against[m]) for m in PAIRED_METRICS) + " |"
+                  for name, against in paired.items()]
     return "\n".join(lines)
+
 
 
 def plot(systems: dict[str, Any], path: Path, title: str,

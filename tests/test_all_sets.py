@@ -37,7 +37,14 @@ def test_a_table_row_reads_its_numbers_from_the_file(tmp_path, monkeypatch):
         "set": "black", "budget": 4, "commit": "abc1234", "held_out": False, "config": {"budget": 4},
         "systems": {"single": stats, "dag": {**stats, "joint_recall": 0.5}}}), encoding="utf-8")
     rows = all_sets.table().splitlines()
-    assert rows[2:] == ["| black docs | 3 | 4 | 0.500 | 0.500 | 0.250 | 0.500 | +0.250 | abc1234 |"]
+    assert rows[2:] == ["| black docs | 3 | 4 | 0.500 | 0.500 | 0.250 | 0.500 | +0.250 | - | abc1234 |"]
+    paired = {"joint_recall": {"won": 5, "lost": 2, "p": 0.4531}}  # a file made since eval.py pairs the systems
+    (tmp_path / "black-k4.json").write_text(json.dumps({
+        "set": "black", "budget": 4, "commit": "abc1234", "held_out": False, "config": {"budget": 4},
+        "systems": {"single": stats, "dag": {**stats, "joint_recall": 0.5, "against_single": paired}}}),
+        encoding="utf-8")
+    assert all_sets.table().splitlines()[2:] == [
+        "| black docs | 3 | 4 | 0.500 | 0.500 | 0.250 | 0.500 | +0.250 | 5 / 2 (p 0.45) | abc1234 |"]
 
 
 def test_an_answers_row_reads_match_and_abstaining_from_the_file(tmp_path, monkeypatch):

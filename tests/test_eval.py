@@ -23,6 +23,7 @@ from evalkit.metrics import (
     exact_match,
     f1_score,
     normalize_answer,
+    paired_outcome,
     supporting_recall,
 )
 
@@ -187,6 +188,29 @@ def test_tiny_run_writes_consistent_outputs(tmp_path, sample_store_path):
     # and the installed versions of the libraries whose numerics decide the scores
     assert config["libraries"]["onnxruntime"] == importlib.metadata.version("onnxruntime")
     assert set(config["libraries"]) >= {"tokenizers", "qdrant-client", "nltk"}
+
+
+def test_a_paired_outcome_counts_questions_won_and_lost_and_how_likely_that_split_is_by_chance():
+    assert paired_outcome([1, 1, 0, 0.5], [0, 1, 1, 0]) == {"won": 2, "lost": 1, "p": 1.0}
+    ten_to_none = paired_outcome([1] * 10, [0] * 10)
+    assert ten_to_none["won"] == 10 and ten_to_none["lost"] == 0 and ten_to_none["p"] == 0.002  # 2 / 2**10
+    assert paired_outcome([1, 0], [1, 0]) == {"won": 0, "lost": 0, "p": 1.0}  # all ties: nothing to test
+    with pytest.raises(ValueError, match="pair them by question"):
+        paired_outcome([1], [1, 0])
+
+
+def test_every_system_is_paired_with_single_by_question_not_by_row_order():
+    def row(system, qid, joint, kind="bridge"):
+        return {"system": system, "id": qid, "type": kind, "metrics": {"joint_recall": joint, "recall": joint,
+                                                                        "match": 0, "latency_s": 1.0}}
+    rows = [row("single", "a", 0), row("single", "b", 1), row("single", "c", 0),
+            row("dag", "c", 1), row("dag", "b", 1), row("dag", "a", 1),
+            row("single", "ooc", 0, "out-of-collection"), row("dag", "ooc", 1, "out-of-collection")]
+    systems = eval_script.summarize(rows)
+    assert "against_single" not in systems["single"]
+    assert systems["dag"]["against_single"]["joint_recall"] == {"won": 2, "lost": 0, "p": 0.5}  # ooc left out
+    assert systems["dag"]["against_single"]["match"] == {"won": 0, "lost": 0, "p": 1.0}
+    assert "| dag | 2 / 0 (p 0.50) | 2 / 0 (p 0.50) | 0 / 0 (p 1.00) |" in eval_script.markdown_table(systems)
 
 
 def test_out_of_collection_questions_are_asked_too_and_counted_apart(tmp_path):

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from scipy.stats import binomtest
 
 from dagrag.core.markup import plain
 
@@ -93,3 +94,21 @@ def evidence_recall(passages: Sequence[str], evidence: Sequence[str]) -> tuple[f
 
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
+
+
+def paired_outcome(ours: Sequence[float], theirs: Sequence[float]) -> dict[str, float | int]:
+    """One system against another on the same questions (`ours[i]` and `theirs[i]` score question i): how many
+    questions it scored higher on (`won`), lower (`lost`), and the two-sided sign test's p-value of that split (ties
+    left out; 1.0 when there is none). A difference of a question or two on a set of fifty reads as a difference in a
+    table of means; the counts and p say whether it is more than a coin would give."""
+    if len(ours) != len(theirs):
+        raise ValueError(f"paired_outcome: {len(ours)} scores against {len(theirs)}; pair them by question first")
+    won = sum(o > t for o, t in zip(ours, theirs))
+    lost = sum(o < t for o, t in zip(ours, theirs))
+    p = binomtest(won, won + lost, 0.5).pvalue if won + lost else 1.0
+    return {"won": won, "lost": lost, "p": round(float(p), 4)}
+
+
+def won_lost(outcome: dict[str, float | int]) -> str:
+    """A paired outcome as a table cell: "7 / 3 (p 0.34)"."""
+    return f"{outcome['won']} / {outcome['lost']} (p {outcome['p']:.2f})"
