@@ -30,6 +30,7 @@ from pathlib import Path
 
 from evalkit.metrics import won_lost
 from evalkit.provenance import code_commit
+from scipy.stats import binomtest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -151,6 +152,35 @@ def table() -> str:
                     f"{single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | {delta:+.3f} | "
                     f"{won_lost(paired) if paired else '-'} | {record['commit']} |")
     return "\n".join(rows)
+
+
+def pooled_outcome(outcomes: list[dict]) -> dict:
+    """Paired outcomes of several sets as one (the questions are independent, so won and lost add up), with the
+    sign test's p of the sum."""
+    won, lost = sum(o["won"] for o in outcomes), sum(o["lost"] for o in outcomes)
+    return {"won": won, "lost": lost, "p": round(float(binomtest(won, won + lost, 0.5).pvalue), 4) if won + lost
+            else 1.0}
+
+
+def pooled_table() -> str:
+    """Question by question, dag against single, pooled over the Wikipedia sets, the documentation sets tuned on, and
+    the held-out set, per budget: a set's difference of a question or two is chance; a pooled one may not be. Only
+    results whose file pairs the systems (eval.py's `against_single`) count; "" when none does."""
+    groups = {"Wikipedia sets": lambda r: BY_NAME[r["set"]].corpus is None,
+              "documentation sets": lambda r: BY_NAME[r["set"]].corpus is not None and r["set"] != HELD_OUT,
+              "held-out documentation set": lambda r: r["set"] == HELD_OUT}
+    rows = ["| sets | budget | questions | joint recall: dag won / lost (sign test p) | recall: dag won / lost (p) |",
+            "|---|---|---|---|---|"]
+    for group, member in groups.items():
+        for budget in BUDGETS:
+            paired = [r for r in records() if r["budget"] == budget and member(r)
+                      and "against_single" in r["systems"]["dag"]]
+            if paired:
+                against = [r["systems"]["dag"]["against_single"] for r in paired]
+                rows.append(f"| {group} ({len(paired)}) | {budget} | {sum(r['systems']['dag']['n'] for r in paired)} "
+                            f"| {won_lost(pooled_outcome([a['joint_recall'] for a in against]))} "
+                            f"| {won_lost(pooled_outcome([a['recall'] for a in against]))} |")
+    return "\n".join(rows) if len(rows) > 2 else ""
 
 
 def answers_table() -> str:

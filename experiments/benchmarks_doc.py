@@ -99,6 +99,8 @@ def picture(path: Path, alt: str) -> str:
     return f"![{alt}]({link(path)})\n\n" if path.exists() else ""
 
 
+SIGNIFICANT = 0.05  # the sign test's p under which a split of questions won and lost is called beyond chance
+
 INTRO = """\
 # Benchmarks
 
@@ -115,14 +117,30 @@ for the whole question (`--no-dag`), `dag` is dagrag's plan; both hand the write
 """
 
 
+def beyond_chance(records: list[dict]) -> str:
+    """The sentence that says on which sets and budgets dag loses to single on more questions than chance would give
+    (joint recall, two-sided sign test p < SIGNIFICANT); "" when no result file pairs the systems."""
+    if not any("against_single" in r["systems"]["dag"] for r in records):
+        return ""
+    losing = [f"{all_sets.BY_NAME[r['set']].description} at budget {r['budget']}" for r in records
+              if (paired := r["systems"]["dag"].get("against_single", {}).get("joint_recall"))
+              and paired["lost"] > paired["won"] and paired["p"] < SIGNIFICANT]
+    if not losing:
+        return (f" Question by question, none of these is beyond chance: dag loses more questions than it wins, with a "
+                f"sign test's p under {SIGNIFICANT}, on no set.")
+    return (f" Question by question, dag loses more questions than it wins, with a sign test's p under {SIGNIFICANT}, "
+            f"on {'; '.join(losing)}.")
+
+
 def all_sets_section() -> str:
     records = all_sets.records()
     if not records:
         return ""
     trailing = [f"{all_sets.BY_NAME[r['set']].description} at budget {r['budget']}" for r in records
                 if r["systems"]["dag"]["joint_recall"] < r["systems"]["single"]["joint_recall"]]
-    behind = ("dag trails one search on " + "; ".join(trailing) + ". Where dag trails, its hops usually took "
-              "slots from passages one search had already found: for collections of single-page lookups, "
+    chance = beyond_chance(records)
+    behind = ("dag trails one search on " + "; ".join(trailing) + "." + chance + " Where dag trails, its hops "
+              "usually took slots from passages one search had already found: for collections of single-page lookups, "
               "`--no-bridge` (`DAGRAG_PLANNER_BRIDGE=false`: comparisons still split) or `--no-dag` can be the "
               "better setting (below)." if trailing
               else "dag finds at least what one search finds on every set and budget.")
@@ -130,6 +148,9 @@ def all_sets_section() -> str:
     wiki = [s.description for s in all_sets.SETS if s.corpus is None]
     docs = [s.name for s in all_sets.SETS if s.corpus is not None]
     budgets = " and ".join(str(b) for b in all_sets.BUDGETS)
+    pooled_rows = all_sets.pooled_table()
+    pooled = ("\n\nPooled, question by question (a question counts where dag's joint recall or recall is above or below "
+              "single's on it; ties are left out):\n\n" + pooled_rows) if pooled_rows else ""
     return f"""\
 ## Every benchmark set, dag against single
 
@@ -144,7 +165,7 @@ questions for which all of it is there. The commit column is the commit each res
 {picture(sets / "all-sets.png", "Joint recall of single and dag on every set, at budgets 4 and 2")}\
 {all_sets.table()}
 
-{behind}
+{behind}{pooled}
 
 ### On documentation, the bridge hop is the part to measure
 

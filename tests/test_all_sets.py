@@ -86,3 +86,27 @@ def test_a_long_set_name_is_cut_after_a_hyphen_so_labels_do_not_run_into_each_ot
     assert all_sets.tick_label({"set": all_sets.HELD_OUT}).endswith("\n(held out)")
     for name in all_sets.BY_NAME:  # every line fits, unless it is one word with no hyphen to cut at
         assert all(len(line) <= 12 or "-" not in line[1:12] for line in all_sets.tick_label({"set": name}).split("\n"))
+
+
+def test_pooled_rows_add_up_each_groups_questions_won_and_lost_and_say_which_losses_are_beyond_chance(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(all_sets, "RESULTS", tmp_path)
+
+    def write(name, budget, joint, recall, n=50):
+        dag = {"n": n, "recall": 0.5, "joint_recall": 0.5,
+               "against_single": {"joint_recall": joint, "recall": recall, "match": joint}}
+        (tmp_path / f"{name}-k{budget}.json").write_text(json.dumps({
+            "set": name, "budget": budget, "commit": "abc1234", "held_out": name == all_sets.HELD_OUT,
+            "config": {}, "systems": {"single": {"n": n, "recall": 0.5, "joint_recall": 0.5}, "dag": dag}}))
+
+    assert all_sets.pooled_table() == ""  # no result file: no table
+    write("black", 2, {"won": 2, "lost": 5, "p": 0.45}, {"won": 0, "lost": 11, "p": 0.001})
+    write("click", 2, {"won": 1, "lost": 4, "p": 0.38}, {"won": 3, "lost": 3, "p": 1.0})
+    write("hotpotqa", 4, {"won": 40, "lost": 1, "p": 0.0}, {"won": 40, "lost": 2, "p": 0.0}, n=120)
+    rows = all_sets.pooled_table().splitlines()[2:]
+    assert rows == ["| Wikipedia sets (1) | 4 | 120 | 40 / 1 (p 0.00) | 40 / 2 (p 0.00) |",
+                    "| documentation sets (2) | 2 | 100 | 3 / 9 (p 0.15) | 3 / 14 (p 0.01) |"]  # 3 of 12, 3 of 17
+    records = all_sets.records()
+    assert benchmarks_doc.beyond_chance(records).endswith("on no set.")  # joint: 2 / 5 and 1 / 4 are chance
+    write("click", 2, {"won": 0, "lost": 9, "p": 0.004}, {"won": 0, "lost": 9, "p": 0.004})
+    assert benchmarks_doc.beyond_chance(all_sets.records()).endswith("on click docs at budget 2.")
