@@ -149,8 +149,8 @@ def all_sets_section() -> str:
     docs = [s.name for s in all_sets.SETS if s.corpus is not None]
     budgets = " and ".join(str(b) for b in all_sets.BUDGETS)
     pooled_rows = all_sets.pooled_table()
-    pooled = ("\n\nPooled, question by question (a question counts where dag's joint recall or recall is above or below "
-              "single's on it; ties are left out):\n\n" + pooled_rows) if pooled_rows else ""
+    pooled = ("\n\nPooled, question by question (a question counts where dag's joint recall or recall is above or "
+              "below single's on it; ties are left out):\n\n" + pooled_rows) if pooled_rows else ""
     return f"""\
 ## Every benchmark set, dag against single
 
