@@ -104,9 +104,10 @@ def test_pooled_rows_add_up_each_groups_questions_won_and_lost_and_say_which_los
     write("click", 2, {"won": 1, "lost": 4, "p": 0.38}, {"won": 3, "lost": 3, "p": 1.0})
     write("hotpotqa", 4, {"won": 40, "lost": 1, "p": 0.0}, {"won": 40, "lost": 2, "p": 0.0}, n=120)
     rows = all_sets.pooled_table().splitlines()[2:]
-    assert rows == ["| Wikipedia sets (1) | 4 | 120 | 40 / 1 (p 0.00) | 40 / 2 (p 0.00) |",
+    assert rows == ["| Wikipedia sets (1) | 4 | 120 | 40 / 1 (p < 0.01) | 40 / 2 (p < 0.01) |",
                     "| documentation sets (2) | 2 | 100 | 3 / 9 (p 0.15) | 3 / 14 (p 0.01) |"]  # 3 of 12, 3 of 17
     records = all_sets.records()
-    assert benchmarks_doc.beyond_chance(records).endswith("on no set.")  # joint: 2 / 5 and 1 / 4 are chance
-    write("click", 2, {"won": 0, "lost": 9, "p": 0.004}, {"won": 0, "lost": 9, "p": 0.004})
-    assert benchmarks_doc.beyond_chance(all_sets.records()).endswith("on click docs at budget 2.")
+    # black's evidence recall, 0 / 11, is beyond chance; its joint recall and click's are not
+    assert "on black docs at budget 2 (recall 0 / 11 (p < 0.01));" in benchmarks_doc.beyond_chance(records)
+    write("black", 2, {"won": 2, "lost": 5, "p": 0.45}, {"won": 5, "lost": 6, "p": 1.0})
+    assert "none of these losses is beyond chance" in benchmarks_doc.beyond_chance(all_sets.records())

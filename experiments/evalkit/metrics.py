@@ -110,5 +110,6 @@ def paired_outcome(ours: Sequence[float], theirs: Sequence[float]) -> dict[str, 
 
 
 def won_lost(outcome: dict[str, float | int]) -> str:
-    """A paired outcome as a table cell: "7 / 3 (p 0.34)"."""
-    return f"{outcome['won']} / {outcome['lost']} (p {outcome['p']:.2f})"
+    """A paired outcome as a table cell: "7 / 3 (p 0.34)", "43 / 1 (p < 0.01)"."""
+    p = f"p {outcome['p']:.2f}" if outcome["p"] >= 0.01 else "p < 0.01"
+    return f"{outcome['won']} / {outcome['lost']} ({p})"
