@@ -28,9 +28,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit.metrics import won_lost
+from evalkit.metrics import sign_test, won_lost
 from evalkit.provenance import code_commit
-from scipy.stats import binomtest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -157,9 +156,7 @@ def table() -> str:
 def pooled_outcome(outcomes: list[dict]) -> dict:
     """Paired outcomes of several sets as one (the questions are independent, so won and lost add up), with the
     sign test's p of the sum."""
-    won, lost = sum(o["won"] for o in outcomes), sum(o["lost"] for o in outcomes)
-    return {"won": won, "lost": lost, "p": round(float(binomtest(won, won + lost, 0.5).pvalue), 4) if won + lost
-            else 1.0}
+    return sign_test(sum(o["won"] for o in outcomes), sum(o["lost"] for o in outcomes))
 
 
 def pooled_table() -> str:
@@ -171,9 +168,10 @@ def pooled_table() -> str:
               "held-out documentation set": lambda r: r["set"] == HELD_OUT}
     rows = ["| sets | budget | questions | joint recall: dag won / lost (sign test p) | recall: dag won / lost (p) |",
             "|---|---|---|---|---|"]
+    kept = records()
     for group, member in groups.items():
         for budget in BUDGETS:
-            paired = [r for r in records() if r["budget"] == budget and member(r)
+            paired = [r for r in kept if r["budget"] == budget and member(r)
                       and "against_single" in r["systems"]["dag"]]
             if paired:
                 against = [r["systems"]["dag"]["against_single"] for r in paired]

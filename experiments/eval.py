@@ -350,7 +350,6 @@ def markdown_table(systems: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-
 def plot(systems: dict[str, Any], path: Path, title: str,
          metrics: tuple[str, ...] = ("recall", "joint_recall", "match", "f1", "coverage_ratio")) -> None:
     import matplotlib

@@ -103,8 +103,11 @@ def paired_outcome(ours: Sequence[float], theirs: Sequence[float]) -> dict[str, 
     table of means; the counts and p say whether it is more than a coin would give."""
     if len(ours) != len(theirs):
         raise ValueError(f"paired_outcome: {len(ours)} scores against {len(theirs)}; pair them by question first")
-    won = sum(o > t for o, t in zip(ours, theirs))
-    lost = sum(o < t for o, t in zip(ours, theirs))
+    return sign_test(sum(o > t for o, t in zip(ours, theirs)), sum(o < t for o, t in zip(ours, theirs)))
+
+
+def sign_test(won: int, lost: int) -> dict[str, float | int]:
+    """Questions won and lost, with the two-sided sign test's p of that split (1.0 when there is none)."""
     p = binomtest(won, won + lost, 0.5).pvalue if won + lost else 1.0
     return {"won": won, "lost": lost, "p": round(float(p), 4)}
 
