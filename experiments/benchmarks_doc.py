@@ -230,12 +230,16 @@ def hotpotqa_section() -> str:
         commit = f"commit `{config['commit']}`" if config.get("commit") else "the file records no commit"
         command = (f"{PYTHON} experiments/eval.py --data {config['data']} --budget {config['budget']} "
                    f"--concurrency {config['concurrency']} --systems {systems} --out runs/hotpotqa-k{budget}")
+        against = summary["systems"].get("dag", {}).get("against_single")
+        paired = ("" if not against else "\nQuestion by question, dag against single (questions won / lost, sign test "
+                  "p): " + "; ".join(f"{metric.replace('_', ' ')} {all_sets.won_lost(outcome)}"
+                                     for metric, outcome in against.items()) + ".\n")
         parts.append(f"""\
 ### Budget {config['budget']}
 
 {table(["system", "type", "n", "match", "recall", "joint recall", "passages", "context tokens", "coverage",
         "latency p50 / p95 (s)"], summary_rows(summary))}
-
+{paired}
 Recorded with the run: {recorded(config, ("data", "questions", "budget", "concurrency", "corpus_paragraphs",
                                           "embed_model", "reranker", "llm", "question_time_s"))}; {commit}.
 Made by `{command}`, then its `summary.json`, `summary.md` and `summary.png` copied to
