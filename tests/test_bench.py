@@ -64,7 +64,9 @@ def test_simulated_llm_answers_every_agent():
 
 @pytest.mark.slow
 async def test_network_layer_overlaps_its_calls():
-    with OpenAIServerProcess(question=bench.QUESTION, subqueries=list(bench.SUBQUERIES)) as server:
+    # Each reply takes 0.5 s, so a layer's calls are all in flight together even when the machine is loaded (at the
+    # default 0.1 s, a CI run counted three of five at once: the first replies came back before the last were sent).
+    with OpenAIServerProcess(question=bench.QUESTION, subqueries=list(bench.SUBQUERIES), delay=0.5) as server:
         result = await bench.bench_network(_config(), server)
         server.reset()
         assert server.stats()["calls"] == {}
