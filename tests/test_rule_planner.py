@@ -188,6 +188,34 @@ def test_a_comparison_is_recognised_by_its_form_with_lower_case_dotted_and_code_
     assert [sq.hints.must_include for sq in plan.subqueries] == [[side] for side in sides]
 
 
+@pytest.mark.parametrize(("question", "sides"), [
+    # code written without backticks is a name like a `code` span: its sides are the two pieces of code
+    ("format_exc_info or dict_tracebacks for exceptions in JSON logs?", ("format_exc_info", "dict_tracebacks")),
+    ("Should I raise click.BadParameter or click.UsageError from my callback?",
+     ("click.BadParameter", "click.UsageError")),
+    ("structlog.get_logger vs structlog.stdlib.get_logger \u2014 is the stdlib one doing any configuration?",
+     ("structlog.get_logger", "structlog.stdlib.get_logger")),
+    ("The payload is a child class. include_subclasses or configure_tagged_union?",
+     ("include_subclasses", "configure_tagged_union")),
+    ("Should I decorate my tasks with `@celery_app.task` or `@shared_task` in an app factory?",
+     ("@celery_app.task", "@shared_task")),
+    ("Does --check or --diff make a CI step fail?", ("--check", "--diff")),
+])
+def test_two_pieces_of_code_joined_by_or_are_compared_wherever_the_sentence_puts_them(question, sides):
+    found = find_comparison(question)
+    assert found is not None and found.entities == sides
+    assert [sq.role for sq in plan_offline(question).subqueries] == ["side", "side"]
+
+
+@pytest.mark.parametrize("question", [
+    "Should I write e.g or i.e before an example?",  # abbreviations are not code
+    "Which option turns off the cache, or is there none?",
+    "Is the cache in ~/.cache or in the project folder?",
+])
+def test_or_between_what_is_not_code_or_a_name_compares_nothing(question):
+    assert find_comparison(question) is None
+
+
 def test_what_a_side_is_compared_on_joins_each_sides_search():
     plan = plan_offline("Should I use Poetry or uv for a monorepo?")
     assert [sq.text for sq in plan.subqueries] == ["Poetry use monorepo", "uv use monorepo"]

@@ -18,13 +18,15 @@ import re
 from dataclasses import dataclass
 
 from ..core.language import ENGLISH, Language
-from ..core.names import NO_NAMES, KnownNames, is_connector, is_name_word
+from ..core.names import CODE_IDENTIFIER, NO_NAMES, KnownNames, is_abbreviation, is_connector, is_name_word
 from ..core.plan import Hints, Plan, SubQuery, single_query_plan
 from ..core.text import content_words
 
 MAX_NAME_WORDS = 12  # longer, a "name" is a clause the rules misread
 _CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members": the name ends at the comma
-_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|([A-Za-z_][\w.]*\([^()]*\))")
+# A quoted or `code` span, a call written out, or code without backticks (`--option`, `pkg.module`, `snake_case`).
+_QUOTED = re.compile(rf"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|([A-Za-z_][\w.]*\([^()]*\))|{CODE_IDENTIFIER}")
+_HELD_PAIR = re.compile(r"(?<![\w-])(Quoted\d+),?\s+or\s+(Quoted\d+)(?=[\s?,:;.!]|$)")
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
 BRIDGE_MIN_CONTENT_WORDS = 3  # "Who is he?" has nothing for a second hop to build on
@@ -247,15 +249,28 @@ def _comparison_with_versus(question: str, language: Language) -> tuple[str, str
     return (left, right) if left and right else None
 
 
+def _comparison_of_held_pair(question: str) -> tuple[str, str] | None:
+    """Two names held as one word each (code, quoted, or known to the collection) joined by "or", wherever the
+    sentence puts them: "format_exc_info or dict_tracebacks for exceptions?", "Should I raise click.BadParameter or
+    click.UsageError from my callback?". Capitalised words are left to the rules above: "Is Mara Vance or ..." is
+    read by where the verb and the commas put the names."""
+    match = _HELD_PAIR.search(question)
+    return (match.group(1), match.group(2)) if match else None
+
+
 def _hold_quoted(question: str) -> tuple[str, dict[str, str]]:
-    """The question with each quoted or `code` span, and each call written out (`IntRange(0, 5, clamp=True)`), as one
+    """The question with each quoted or `code` span, each call written out (`IntRange(0, 5, clamp=True)`) and each
+    piece of code written without backticks (`--exclude`, `structlog.stdlib.get_logger`, `format_exc_info`) as one
     name word ("Quoted0"), and what each stands for: "Which is faster, `uv` or `pip`?" compares two names, lower case
     or not, with spaces or commas inside."""
     spans: dict[str, str] = {}
 
     def hold(match: re.Match[str]) -> str:
+        span = next(group for group in match.groups() if group is not None).strip()
+        if is_abbreviation(span):  # "e.g" is not code
+            return match.group(0)
         token = f"Quoted{len(spans)}"
-        spans[token] = next(group for group in match.groups() if group is not None).strip()
+        spans[token] = span
         return token
 
     return _QUOTED.sub(hold, question), spans
@@ -382,7 +397,8 @@ def find_comparison(question: str, language: Language = ENGLISH, known: KnownNam
     named = set(spans) - quoted
     found = (_comparison_by_form(held, language) or _comparison_of_a_list(held, language)
              or _comparison_with_or(held, language) or _comparison_with_and(held, language)
-             or _comparison_with_link(held, language) or _comparison_with_versus(held, language))
+             or _comparison_with_link(held, language) or _comparison_with_versus(held, language)
+             or _comparison_of_held_pair(held))
     if found is None:
         return None
     # The predicate is read with the quoted sides held (their words are no attribute) and the rest as written.

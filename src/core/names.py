@@ -63,7 +63,10 @@ NAMES_KEY = "dagrag_names"
 
 # The code a question names, which is spelled one way: a `span`, an --option or -x flag, a dotted or underscored
 # identifier (`markdown.Markdown`, `sane_lists`, `setup.py`). Hyphenated words are left out: prose has them too.
-_CODE_NAME = re.compile(r"`([^`\n]{1,80})`|(?<![\w-])(--?[A-Za-z][\w-]*)|(?<![\w.])([A-Za-z_]\w*(?:[._]\w+)+)")
+CODE_IDENTIFIER = r"(?<![\w-])(--?[A-Za-z][\w-]*)|(?<![\w.])([A-Za-z_]\w*(?:[._]\w+)+)"
+"""A regex for code written without backticks: an --option or -x flag, or a dotted or underscored identifier (two
+groups, one of which matches)."""
+_CODE_NAME = re.compile(rf"`([^`\n]{{1,80}})`|{CODE_IDENTIFIER}")
 
 
 def code_names(text: str) -> list[str]:
@@ -72,9 +75,14 @@ def code_names(text: str) -> list[str]:
     names = []
     for match in _CODE_NAME.finditer(text):
         name = next(group for group in match.groups() if group).strip()
-        if name and not all(len(part) <= 1 for part in re.split(r"[._]", name)):
+        if name and not is_abbreviation(name):
             names.append(name)
     return list(dict.fromkeys(names))
+
+
+def is_abbreviation(name: str) -> bool:
+    """Whether a dotted or underscored `name` is an abbreviation ("i.e", "e.g": every part one letter), not code."""
+    return all(len(part) <= 1 for part in re.split(r"[._]", name))
 
 
 def names_all(text: str, code: Sequence[str]) -> bool:
