@@ -486,6 +486,20 @@ def test_a_pages_metadata_fields_are_not_text_and_do_not_hide_its_title():
     assert [block.text for block in blocks] == ["Text.", "Default: false"]  # a field list in the page stays
 
 
+def test_a_domains_module_directive_shows_nothing_and_does_not_hide_the_title():
+    # Jinja's templates.rst opens with `.. py:currentmodule:: jinja2`: read as a paragraph "jinja2", it left the page
+    # two top-level parts, so its title was the file's name and every section sat under "Template Designer ..."
+    from dagrag.chunking.rst import rst_blocks
+
+    title, blocks = rst_blocks(".. py:currentmodule:: jinja2\n.. highlight:: html+jinja\n\n"
+                               "Template Designer Documentation\n===============================\n\n"
+                               "This document describes the syntax.\n\n.. js:module:: widgets\n\nSynopsis\n"
+                               "--------\n\nA template is a text file.\n")
+    assert title == "Template Designer Documentation"
+    assert [(block.text, block.section) for block in blocks] == [
+        ("This document describes the syntax.", ()), ("A template is a text file.", ("Synopsis",))]
+
+
 def test_ingest_reads_a_folder_of_rst_with_the_markdown(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -378,6 +378,26 @@ def test_quoted_code_and_tables_render_as_blocks_with_their_citation_outside(rer
         assert "[1]" in answer.text and all("[1]" not in fence for fence in fences)
 
 
+def test_a_quoted_tables_citation_stands_outside_the_table(reranker) -> None:
+    # On the line just below a table, Markdown reads "[1]" as one more row of it: the citation follows a blank line.
+    from markdown_it import MarkdownIt
+
+    text = ("Inside of a for-loop block, you can access some special variables:\n\n| Variable | Description |\n"
+            "|---|---|\n| `loop.index` | The current iteration of the loop, counted from 1 |\n"
+            "| `loop.index0` | The current iteration of the loop, counted from 0 |\n"
+            "| `loop.length` | The number of items in the sequence |\n")
+    question = "Which loop variable counts iterations from 0?"
+    source = sectioned(1, "Template Designer Documentation", "For", text)
+    answer = asyncio.run(WriterAgent(reranker).awrite(question, one_search_plan(question), [source], RunLedger()))
+    depth, cells = 0, []
+    for token in MarkdownIt("commonmark").enable("table").parse(answer.text):
+        depth += {"table_open": 1, "table_close": -1}.get(token.type, 0)
+        if depth and token.type == "inline":
+            cells.append(token.content)
+    assert any("loop.index0" in cell for cell in cells), answer.text
+    assert "[1]" in answer.text and not any("[1]" in cell for cell in cells), answer.text
+
+
 def test_a_quoted_code_block_keeps_its_subscripts_and_cites_only_outside_it(reranker) -> None:
     # `)[0]` in code is an index, not a citation of source 0: it is quoted, and the verifier reads only the [1].
     from dagrag.core.text import citations, split_sentences

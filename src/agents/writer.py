@@ -115,6 +115,15 @@ def _between(before: str, after: str) -> str:
     return "\n\n" if _closes_with_block(before) or _opens_with_block(after) else " "
 
 
+def _before_citation(text: str) -> str:
+    """What goes between a shown sentence and its `[n]`: a space; a line break after a closing code fence (on the
+    fence's line it would leave the block open); a blank line after a table (on the next line Markdown reads it as
+    one more row)."""
+    if not _closes_with_block(text):
+        return " "
+    return "\n" if text.rstrip().endswith(("```", "~~~")) else "\n\n"
+
+
 def cited_text(quoted: list[tuple[str, int]]) -> str:
     """Quoted sentences, each followed by its `[n]`, as one answer: sentences run on in one paragraph; a code block
     or table stands apart, its `[n]` on the line below it (on the closing fence's line it would leave the block
@@ -123,7 +132,7 @@ def cited_text(quoted: list[tuple[str, int]]) -> str:
     for previous, (text, number) in zip([None, *quoted], quoted):
         if previous is not None:
             parts.append(_between(previous[0], text))
-        parts.append(f"{text}\n[{number}]" if _closes_with_block(text) else f"{text} [{number}]")
+        parts.append(f"{text}{_before_citation(text)}[{number}]")
     return "".join(parts)
 
 

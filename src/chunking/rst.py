@@ -80,7 +80,8 @@ class _KeepWords(Directive):
         found: list[nodes.Node] = []
         code = self.name in CODE_DIRECTIVES
         shown = (self.options.get("caption") if code
-                 else None if self.name in _HIDDEN_ARGUMENT or not self.arguments else self.arguments[0])
+                 else None if self.name.rpartition(":")[2] in _HIDDEN_ARGUMENT or not self.arguments
+                 else self.arguments[0])  # `py:currentmodule` as `currentmodule`: a domain's names are Sphinx's too
         argument = " ".join(str(shown or "").split())
         if argument:
             text = argument
