@@ -216,6 +216,11 @@ def test_or_between_what_is_not_code_or_a_name_compares_nothing(question):
     assert find_comparison(question) is None
 
 
+def test_a_quoted_one_letter_name_is_still_a_name_though_e_g_written_out_is_not_code():
+    found = find_comparison('What is the difference between "x" and "y" modes?')
+    assert found is not None and found.entities == ("x", "y modes")
+
+
 def test_what_a_side_is_compared_on_joins_each_sides_search():
     plan = plan_offline("Should I use Poetry or uv for a monorepo?")
     assert [sq.text for sq in plan.subqueries] == ["Poetry use monorepo", "uv use monorepo"]

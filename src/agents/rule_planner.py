@@ -26,6 +26,7 @@ MAX_NAME_WORDS = 12  # longer, a "name" is a clause the rules misread
 _CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members": the name ends at the comma
 # A quoted or `code` span, a call written out, or code without backticks (`--option`, `pkg.module`, `snake_case`).
 _QUOTED = re.compile(rf"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|([A-Za-z_][\w.]*\([^()]*\))|{CODE_IDENTIFIER}")
+_QUOTED_SPANS = 4  # the groups before CODE_IDENTIFIER's: spans quoted or written as a call
 _HELD_PAIR = re.compile(r"(?<![\w-])(Quoted\d+),?\s+or\s+(Quoted\d+)(?=[\s?,:;.!]|$)")
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
@@ -267,8 +268,8 @@ def _hold_quoted(question: str) -> tuple[str, dict[str, str]]:
 
     def hold(match: re.Match[str]) -> str:
         span = next(group for group in match.groups() if group is not None).strip()
-        if is_abbreviation(span):  # "e.g" is not code
-            return match.group(0)
+        if match.lastindex is not None and match.lastindex > _QUOTED_SPANS and is_abbreviation(span):
+            return match.group(0)  # "e.g" written out is not code (a quoted `x` is still a name)
         token = f"Quoted{len(spans)}"
         spans[token] = span
         return token

@@ -126,8 +126,7 @@ def _before_citation(text: str) -> str:
 
 def cited_text(quoted: list[tuple[str, int]]) -> str:
     """Quoted sentences, each followed by its `[n]`, as one answer: sentences run on in one paragraph; a code block
-    or table stands apart, its `[n]` on the line below it (on the closing fence's line it would leave the block
-    open in Markdown), and what follows starts a new paragraph."""
+    or table stands apart, its `[n]` below it (`_before_citation`), and what follows starts a new paragraph."""
     parts: list[str] = []
     for previous, (text, number) in zip([None, *quoted], quoted):
         if previous is not None:
