@@ -14,6 +14,7 @@ from dagrag.core.text import (
     containment,
     load_sentence_model,
     split_sentences,
+    split_sentences_around_blocks,
     split_sentences_as_written,
     strip_citations,
     unexplained_words,
@@ -179,10 +180,15 @@ def test_prose_and_block_lines_are_cleaned_each_their_own_way() -> None:
     assert "\nx: int\n" in written[0][1]  # the block's lines, stripped by `block_line`, not upper-cased
 
 
-def test_a_sentence_cut_inside_a_table_and_an_unclosed_fence_are_shown_as_split() -> None:
-    cut = "See the table.\n\nName | Value\n--|--\nAda wrote it. Then | 1\n"
-    assert len(split_sentences(cut)) == 3  # Punkt ends a sentence inside the table's row
-    assert all(shown == sentence for sentence, shown in split_sentences_as_written(cut))
+def test_no_sentence_starts_inside_a_table_and_an_unclosed_fence_is_shown_as_split() -> None:
+    cut = "See the table.\n\nName | Value\n--|--\nAda wrote it. Then | 1\n\nNext [2]. Done."
+    assert len(split_sentences(cut)) == 4  # Punkt ends a sentence inside the table's row
+    assert split_sentences_as_written(cut) == [
+        ("See the table.", "See the table."),
+        ("Name | Value --|-- Ada wrote it. Then | 1 Next [2].",
+         "Name | Value\n--|--\nAda wrote it. Then | 1\n\nNext [2]."),
+        ("Done.", "Done.")]
+    assert split_sentences_around_blocks(cut) == [sentence for sentence, _ in split_sentences_as_written(cut)]
     assert block_lines("Text.\n```python\nno closing fence") is None
     assert split_sentences_as_written("Text.\n```python\nx = 1. Y") == [
         (s, s) for s in split_sentences("Text.\n```python\nx = 1. Y")]

@@ -380,11 +380,15 @@ def test_quoted_code_and_tables_render_as_blocks_with_their_citation_outside(rer
 
 def test_a_quoted_tables_citation_stands_outside_the_table(reranker) -> None:
     # On the line just below a table, Markdown reads "[1]" as one more row of it: the citation follows a blank line.
+    # Punkt ends a sentence inside a cell ("… of the loop. (1 indexed)"): cut there, a sentence ran from one row into
+    # the next and the answer showed the table on one line; the verifier read the cells as sentences citing nothing.
     from markdown_it import MarkdownIt
 
+    from dagrag.agents.verifier import VerifierAgent
+
     text = ("Inside of a for-loop block, you can access some special variables:\n\n| Variable | Description |\n"
-            "|---|---|\n| `loop.index` | The current iteration of the loop, counted from 1 |\n"
-            "| `loop.index0` | The current iteration of the loop, counted from 0 |\n"
+            "|---|---|\n| `loop.index` | The current iteration of the loop. (1 indexed) |\n"
+            "| `loop.index0` | The current iteration of the loop. (0 indexed) |\n"
             "| `loop.length` | The number of items in the sequence |\n")
     question = "Which loop variable counts iterations from 0?"
     source = sectioned(1, "Template Designer Documentation", "For", text)
@@ -396,6 +400,9 @@ def test_a_quoted_tables_citation_stands_outside_the_table(reranker) -> None:
             cells.append(token.content)
     assert any("loop.index0" in cell for cell in cells), answer.text
     assert "[1]" in answer.text and not any("[1]" in cell for cell in cells), answer.text
+    verification = asyncio.run(VerifierAgent(reranker).averify(answer.text, [source], RunLedger()))
+    assert all(check.citations == [1] for check in verification.sentences), verification.sentences
+    assert verification.support_rate == 1.0
 
 
 def test_a_quoted_code_block_keeps_its_subscripts_and_cites_only_outside_it(reranker) -> None:

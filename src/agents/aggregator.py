@@ -14,7 +14,7 @@ from ..core.replies import split_concise_answer
 from ..core.result import RunLedger, Source, WrittenAnswer
 from ..core.roles import Writer
 from ..core.sources import fence_sources
-from ..core.text import citations, split_sentences
+from ..core.text import citations, split_sentences_around_blocks
 from ..llm import LLMClient, describe_error
 
 SUBANSWER_SYSTEM = PromptTemplate(
@@ -100,7 +100,7 @@ class AggregatorAgent:
                 f"- {sq.text}: {subanswers[sq.id]}" for sq in plan.subqueries if sq.id in subanswers)),
             agent="aggregator", ledger=ledger, max_tokens=AGGREGATE_MAX_TOKENS)
         concise, answer = split_concise_answer(reply)
-        for sentence in split_sentences(answer):
+        for sentence in split_sentences_around_blocks(answer):
             if not any(1 <= n <= len(sources) for n in citations(sentence)):
                 raise UncitedAnswerError(f"sentence without a valid citation: {sentence[:120]!r}")
         return WrittenAnswer(text=answer, concise=concise)

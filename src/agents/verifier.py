@@ -15,7 +15,7 @@ from ..core.replies import ReplyParseError, extract_json_objects
 from ..core.result import RunLedger, SentenceCheck, Source, Verification
 from ..core.roles import Reranker
 from ..core.sources import fence_sources, source_title
-from ..core.text import citations, containment, split_sentences, strip_citations
+from ..core.text import citations, containment, split_sentences_around_blocks, strip_citations
 from ..llm import LLMClient, ReplySchema, describe_error, object_schema
 
 VERIFIER_SYSTEM = PromptTemplate(
@@ -79,7 +79,7 @@ class VerifierAgent:
         self.min_score = min_score
 
     async def averify(self, answer: str, sources: list[Source], ledger: RunLedger) -> Verification:
-        sentences = split_sentences(answer)
+        sentences = split_sentences_around_blocks(answer)
         if not sentences:
             return Verification()
         if self.client is not None and sources:

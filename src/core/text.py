@@ -220,9 +220,9 @@ def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.s
     and tables cannot be read), all other whitespace collapsed as `split_sentences` does. `prose` is applied to each
     run of prose (collapsed), `block_line` to each line of a block.
 
-    The sentences are `split_sentences`'s, with none starting inside a fenced code block (`_code_bounded`: Punkt
-    reads "make all. Then" in code as a sentence end). A sentence that begins or ends inside a table, or any
-    sentence of a text whose fences do not pair, is written as `prose` of the sentence.
+    The sentences are `split_sentences`'s, with none starting inside a fenced code block or a table
+    (`_block_bounded`: Punkt reads "make all. Then" in code, or "(1 indexed)" in a cell, as a sentence end). Every
+    sentence of a text whose fences do not pair is written as `prose` of the sentence, as split.
     """
     sentences = split_sentences(text)
     marks = block_lines(text)
@@ -236,26 +236,20 @@ def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.s
     token_line = [bisect.bisect_right(line_starts, token.start()) - 1 for token in tokens]
     # A block is a run of marked lines; each token belongs to one block (by its first line) or to none.
     block_of_line: list[int | None] = []
-    fenced: set[int] = set()
     block = -1
     for number, marked in enumerate(marks):
         if marked and not (number and marks[number - 1]):
             block += 1
-            if _FENCE.match(lines[number]):
-                fenced.add(block)
         block_of_line.append(block if marked else None)
     token_block = [block_of_line[line] for line in token_line]
     words = [token.group() for token in tokens]
     starts = _sentence_starts(sentences, words)
     if starts is None:  # the sentences are not the text's tokens in order (never expected): as split
         return [(sentence, prose(sentence)) for sentence in sentences]
-    starts = _code_bounded(starts, token_block, fenced)
+    starts = _block_bounded(starts, token_block)
     written: list[tuple[str, str]] = []
     for first, end in zip(starts, [*starts[1:], len(words)]):
         sentence, last = " ".join(words[first:end]), end - 1
-        if not _whole_blocks(token_block, first, last):
-            written.append((sentence, prose(sentence)))
-            continue
         pieces = _pieces(lines, tokens, token_block, token_line, first, last)
         written.append((sentence, "\n\n".join(
             "\n".join(block_line(line) for line in piece.split("\n")) if is_block else prose(piece)
@@ -277,19 +271,19 @@ def _sentence_starts(sentences: list[str], words: list[str]) -> list[int] | None
     return starts if at == len(words) else None
 
 
-def _code_bounded(starts: list[int], token_block: list[int | None], fenced: set[int]) -> list[int]:
-    """Sentence starts (word indexes) with none inside a fenced code block: its lines are code, not prose with
-    sentence ends. The prose after a block goes on in the sentence that holds the block, as Punkt read it."""
+def _block_bounded(starts: list[int], token_block: list[int | None]) -> list[int]:
+    """Sentence starts (word indexes) with none inside a code block or a table: their lines are code and cells, not
+    prose with sentence ends. The prose after a block goes on in the sentence that holds the block, as Punkt read
+    it."""
     return [start for start in starts
-            if not (start and token_block[start] in fenced and token_block[start - 1] == token_block[start])]
+            if not (start and token_block[start] is not None and token_block[start - 1] == token_block[start])]
 
 
-def _whole_blocks(token_block: list[int | None], first: int, last: int) -> bool:
-    """Whether tokens first..last leave no block they touch cut: it neither begins nor ends mid-block."""
-    if token_block[first] is not None and first and token_block[first - 1] == token_block[first]:
-        return False
-    return not (token_block[last] is not None and last + 1 < len(token_block)
-                and token_block[last + 1] == token_block[last])
+def split_sentences_around_blocks(text: str) -> list[str]:
+    """`split_sentences`, with no sentence starting inside a fenced code block or a pipe table: an answer's sentences
+    as the writer cut them (`split_sentences_as_written`), so a quoted block is read with the sentence and the
+    `[n]` it belongs to, not as sentences of its own that cite nothing."""
+    return [sentence for sentence, _ in split_sentences_as_written(text)]
 
 
 def _pieces(lines: list[str], tokens: list[re.Match[str]], token_block: list[int | None], token_line: list[int],
