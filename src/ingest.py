@@ -26,6 +26,7 @@ from qdrant_client import QdrantClient
 
 from .chunking import (
     ChunkedDocument,
+    IncludeReader,
     UnreadablePdfError,
     chunk_html,
     chunk_markdown,
@@ -136,8 +137,34 @@ def _decoded(path: Path, data: bytes) -> str:
         raise IngestError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x})") from None
 
 
-def _chunked(path: Path, chunk_tokens: int) -> ChunkedDocument:
+# The largest file a page's `literalinclude` may show (an example, not a data dump).
+INCLUDE_MAX_BYTES = 256_000
+
+
+def include_reader(document: Path, root: Path) -> IncludeReader:
+    """What a page's `literalinclude` may show: the UTF-8 text of the file its argument names, relative to the page's
+    folder (from `root` for "/path", as Sphinx reads it from its source folder), only where that file, links
+    resolved, is inside `root`, the folder being ingested (the file's own folder when one file is): ingesting a
+    folder shows nothing beside it. None for a file outside it, missing, over INCLUDE_MAX_BYTES or not text."""
+    inside = root.resolve()
+
+    def read(argument: str) -> str | None:
+        base = inside if argument.startswith("/") else document.parent
+        try:
+            target = (base / argument.lstrip("/")).resolve()
+            if not target.is_relative_to(inside) or not target.is_file() or target.stat().st_size > INCLUDE_MAX_BYTES:
+                return None
+            return target.read_bytes().decode("utf-8")
+        except (OSError, ValueError):  # unreadable, a NUL in the name, or not UTF-8 (UnicodeDecodeError)
+            return None
+
+    return read
+
+
+def _chunked(path: Path, chunk_tokens: int, root: Path) -> ChunkedDocument:
+    """`path`'s chunks; `root` is what is being ingested, a folder or `path` itself."""
     suffix = path.suffix.lower()
+    read_include = include_reader(path, root if root.is_dir() else path.parent)
     data = path.read_bytes()
     if suffix == ".pdf":
         try:
@@ -151,16 +178,17 @@ def _chunked(path: Path, chunk_tokens: int) -> ChunkedDocument:
             raise IngestError(f"{path}: the HTML is nested too deeply to convert") from None
     if suffix in RST_SUFFIXES:
         try:
-            return chunk_rst(_decoded(path, data), chunk_tokens=chunk_tokens)
+            return chunk_rst(_decoded(path, data), chunk_tokens=chunk_tokens, read_include=read_include)
         except RecursionError:
             raise IngestError(f"{path}: the reStructuredText is nested too deeply to read") from None
-    chunker = chunk_markdown if suffix in MARKDOWN_SUFFIXES else chunk_plain_text
-    return chunker(_decoded(path, data), chunk_tokens=chunk_tokens)
+    if suffix in MARKDOWN_SUFFIXES:
+        return chunk_markdown(_decoded(path, data), chunk_tokens=chunk_tokens, read_include=read_include)
+    return chunk_plain_text(_decoded(path, data), chunk_tokens=chunk_tokens)
 
 
 def _document_nodes(path: Path, root: Path, chunk_tokens: int) -> list[TextNode]:
     """A document's chunks as nodes, in order, each knowing its position and its neighbours."""
-    document = _chunked(path, chunk_tokens)
+    document = _chunked(path, chunk_tokens, root)
     title = document.title or path.stem.replace("_", " ")
     source = _source_name(path, root)
     nodes: dict[str, TextNode] = {}

@@ -259,3 +259,15 @@ def test_a_comment_marker_in_a_directives_options_hides_nothing_after_the_fence(
     assert "<!--" not in shown and "{include}" not in shown
     assert "Note how the structuring and unstructuring details do not pollute your class" in shown
     assert plain("Kept <!-- hidden --> text.") == "Kept  text."
+
+
+def test_code_keeps_its_subscripts_and_ellipses_while_a_doctest_loses_its_prompts() -> None:
+    # structlog's console-output page: `get_config()["processors"][:-1]` read as a link and lost its brackets; in
+    # Python `...` alone on a line is the Ellipsis, not a doctest prompt, unless the block is a doctest.
+    source = page("structlog", "console-output.md")
+    assert 'structlog.get_config()["processors"][:-1]' in source
+    assert 'structlog.get_config()["processors"][:-1]' in plain(source)
+    code = ("```python\nsend, receive = create_memory_object_stream[str]()\ntry:\n    ...\nexcept OSError:\n"
+            "    pass\n```")
+    assert plain(f"See [the guide](guide.md):\n\n{code}\n") == f"See the guide:\n\n{code}\n"
+    assert plain("```pycon\n>>> add(1,\n...     2)\n3\n```\n") == "```pycon\nadd(1,\n    2)\n3\n```\n"

@@ -5,6 +5,7 @@ them under the token budget. Nothing here reads files or knows about nodes or st
 
 from .blocks import HARD_CAP_FACTOR, Block, Chunk, ChunkedDocument, count_tokens, pack_blocks
 from .html import chunk_html
+from .includes import IncludeReader
 from .markdown import chunk_markdown
 from .pdf import UnreadablePdfError, chunk_pdf
 from .plain_text import chunk_plain_text
@@ -15,6 +16,7 @@ __all__ = [
     "Block",
     "Chunk",
     "ChunkedDocument",
+    "IncludeReader",
     "UnreadablePdfError",
     "chunk_html",
     "chunk_markdown",

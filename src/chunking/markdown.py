@@ -16,6 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from .blocks import Block, ChunkedDocument, pack_blocks
+from .includes import IncludeReader, expand_myst_includes
 
 _PARSER = MarkdownIt("commonmark").enable("table")
 _FRONT_MATTER_END = ("---", "...")
@@ -103,6 +104,8 @@ def markdown_blocks(text: str) -> tuple[str | None, list[Block]]:
     return title or front_title, blocks
 
 
-def chunk_markdown(text: str, *, chunk_tokens: int) -> ChunkedDocument:
-    title, blocks = markdown_blocks(text)
+def chunk_markdown(text: str, *, chunk_tokens: int, read_include: IncludeReader | None = None) -> ChunkedDocument:
+    """`text`'s chunks; a MyST `literalinclude` fence carries the code `read_include` gives for it
+    (`chunking.includes`)."""
+    title, blocks = markdown_blocks(expand_myst_includes(text, read_include) if read_include else text)
     return ChunkedDocument(title=title, chunks=pack_blocks(blocks, chunk_tokens))

@@ -4,7 +4,8 @@ Sphinx documentation uses directives and roles docutils does not know (`autofunc
 `:ref:`). Each name a document uses that docutils does not know is registered, before the parse, as a generic one
 that keeps the words: a directive's argument becomes a line and its content is parsed as reStructuredText (a code
 directive's content stays code); a role's text becomes code (`` :ref:`Title <label>` `` → `Title`). Nothing runs:
-autodoc directives keep the object's name but import nothing, `include` and `raw` are off.
+autodoc directives keep the object's name but import nothing, `include` and `raw` are off; a `literalinclude`
+shows the code the caller's reader gives it (`chunking.includes`; ingest reads only inside the ingested folder).
 
 A block's text is the document as a reader sees it (roles as code, links as their text, no labels or comments),
 which is what the index stores for every format (`ingest`), and its line is where it starts in the source.
@@ -22,6 +23,7 @@ from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.languages import en
 
 from .blocks import Block, ChunkedDocument, pack_blocks
+from .includes import IncludeReader, included_text
 
 # Parse quietly and safely: no messages to stderr, never halt, no file inclusion or raw passthrough.
 _SETTINGS = {"report_level": 5, "halt_level": 5, "warning_stream": False, "file_insertion_enabled": False,
@@ -90,9 +92,13 @@ class _KeepWords(Directive):
                 text = f"{phrase} {version}: {said}" if said else f"{phrase} {version}."
             found.append(nodes.paragraph(text, "", *self.state.inline_text(text, self.lineno)[0]))  # ``x`` as code
             found[-1].line = self.lineno
-        if self.content and code:
-            found.append(nodes.literal_block(text="\n".join(self.content)))
-            found[-1].line = self.content_offset + 1
+        shown_code = "\n".join(self.content) if code else ""
+        read = getattr(self.state.document.settings, "read_include", None)
+        if self.name == "literalinclude" and not self.content and self.arguments and read is not None:
+            shown_code = included_text(read, self.arguments[0], self.options) or ""
+        if shown_code:
+            found.append(nodes.literal_block(text=shown_code))
+            found[-1].line = self.content_offset + 1 if self.content else self.lineno
         elif self.content:
             container = nodes.container()
             self.state.nested_parse(self.content, self.content_offset, container)
@@ -198,11 +204,12 @@ def _blocks(parent: nodes.Node, section: tuple[str, ...], group: list[int]) -> I
             yield from _blocks(child, section, group)
 
 
-def rst_blocks(text: str) -> tuple[str | None, list[Block]]:
+def rst_blocks(text: str, *, read_include: IncludeReader | None = None) -> tuple[str | None, list[Block]]:
     """The document's title (the title of its one top-level section, as Sphinx reads a page) and its blocks in
-    order; under the title, the top-level section's subsections are the sections."""
+    order; under the title, the top-level section's subsections are the sections. A `literalinclude` shows the
+    code `read_include` gives for it (`chunking.includes`), nothing without one."""
     _register_unknown_names(text)
-    doctree = publish_doctree(text, settings_overrides=_SETTINGS)
+    doctree = publish_doctree(text, settings_overrides={**_SETTINGS, "read_include": read_include})
     top = [child for child in doctree.children if not isinstance(child, _SKIPPED)]
     if len(top) == 1 and isinstance(top[0], nodes.section):
         heading = top[0].next_node(nodes.title)
@@ -211,6 +218,6 @@ def rst_blocks(text: str) -> tuple[str | None, list[Block]]:
     return None, list(_blocks(doctree, (), [-1]))
 
 
-def chunk_rst(text: str, *, chunk_tokens: int) -> ChunkedDocument:
-    title, blocks = rst_blocks(text)
+def chunk_rst(text: str, *, chunk_tokens: int, read_include: IncludeReader | None = None) -> ChunkedDocument:
+    title, blocks = rst_blocks(text, read_include=read_include)
     return ChunkedDocument(title=title, chunks=pack_blocks(blocks, chunk_tokens))

@@ -97,6 +97,9 @@ _LABEL_LINE = re.compile(r"^[ \t]*(?:\([\w./:-]+\)=|\.\.[ \t]+_[^:\n]+:)[ \t]*$\
 _ATTRIBUTE_LIST = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+))"
                              r"(?:[ \t]+(?:[#.][\w-]+|[\w-]+=(?:\"[^\"\n]*\"|[^\s}]+)))*[ \t]*\}")
 _DOCTEST_PROMPT = re.compile(r"^([ \t]*)(?:>>>|\.\.\.)(?:[ \t]|$)", re.MULTILINE)
+# A fenced code block, to its closing fence or the chunk's end.
+_FENCE_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_PROMPT_LINE = re.compile(r"^[ \t]*>>>(?:[ \t]|$)", re.MULTILINE)
 # Code is left as written: a fenced block (to its closing fence, or the chunk's end) or an inline code span.
 _CODE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|`+[^`\n]*`+", re.MULTILINE | re.DOTALL)
 # CommonMark's flanking rules, simplified: the marker touches a word on its inner side and none on its outer side
@@ -183,16 +186,44 @@ def plain(text: str) -> str:
     text = _in_prose(text, _field_lines)  # a docstring's `:param x:` in a code block stays as written
     text = _DIRECTIVE_OPTION.sub("", text)
     text = _in_prose(text, _without_footnote_marks)  # `[^1]` in code is code (the footnotes extension's own docs)
-    text = _IMAGE.sub(r"\1", text)
-    text = _EMPTY_LINK.sub(_target_words, text)
-    text = _INLINE_LINK.sub(r"\1", text)
-    text = _REFERENCE_LINK.sub(r"\1", text)
-    text = _RST_LINK.sub(r"\1", text)
+    # Not in a code block: `create_memory_object_stream[str]()` is code, not a link. (Inline spans are not held
+    # here: a role and an rST link are written with backticks.)
+    text = _outside_fences(text, _links_as_text)
     text = _MYST_ROLE.sub(_role, text)
     text = _RST_ROLE.sub(_role, text)
     text = _ATTRIBUTE_LIST.sub("", text)
     text = _in_prose(text, lambda prose: _inline_html(_without_emphasis(prose)))
-    return _DOCTEST_PROMPT.sub(r"\1", text)
+    return _without_prompts(text)
+
+
+def _links_as_text(text: str) -> str:
+    text = _IMAGE.sub(r"\1", text)
+    text = _EMPTY_LINK.sub(_target_words, text)
+    text = _INLINE_LINK.sub(r"\1", text)
+    text = _REFERENCE_LINK.sub(r"\1", text)
+    return _RST_LINK.sub(r"\1", text)
+
+
+def _outside_fences(text: str, render: Callable[[str], str], code: Callable[[str], str] = str) -> str:
+    """`text` with `render` applied outside its fenced code blocks and `code` to each block (as written by default)."""
+    if "\x00" in text:  # the placeholder (as in `_in_prose`): a text that has it is rendered whole
+        return render(text)
+    held: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        held.append(code(match.group(0)))
+        return f"\x00{len(held) - 1}\x00"
+
+    return _HELD.sub(lambda m: held[int(m.group(1))], render(_FENCE_BLOCK.sub(hold, text)))
+
+
+def _without_prompts(text: str) -> str:
+    """Doctest's `>>>` and `...` prompts removed, in prose and in a code block that holds a `>>>` line; in other
+    code a `...` line is Python's Ellipsis (`try:` / `...`), kept."""
+    def without(code: str) -> str:
+        return _DOCTEST_PROMPT.sub(r"\1", code)
+
+    return _outside_fences(text, without, lambda block: without(block) if _PROMPT_LINE.search(block) else block)
 
 
 def _in_prose(text: str, render: Callable[[str], str]) -> str:
