@@ -145,7 +145,8 @@ def include_reader(document: Path, root: Path) -> IncludeReader:
     """What a page's `literalinclude` may show: the UTF-8 text of the file its argument names, relative to the page's
     folder (from `root` for "/path", as Sphinx reads it from its source folder), only where that file, links
     resolved, is inside `root`, the folder being ingested (the file's own folder when one file is): ingesting a
-    folder shows nothing beside it. None for a file outside it, missing, over INCLUDE_MAX_BYTES or not text."""
+    folder shows nothing beside it. None for a file outside it, missing, over INCLUDE_MAX_BYTES, not UTF-8 or
+    holding a NUL byte."""
     inside = root.resolve()
 
     def read(argument: str) -> str | None:
@@ -154,9 +155,10 @@ def include_reader(document: Path, root: Path) -> IncludeReader:
             target = (base / argument.lstrip("/")).resolve()
             if not target.is_relative_to(inside) or not target.is_file() or target.stat().st_size > INCLUDE_MAX_BYTES:
                 return None
-            return target.read_bytes().decode("utf-8")
+            text = target.read_bytes().decode("utf-8")
         except (OSError, ValueError):  # unreadable, a NUL in the name, or not UTF-8 (UnicodeDecodeError)
             return None
+        return None if "\x00" in text else text  # binary, as a document with a NUL byte is refused
 
     return read
 

@@ -30,12 +30,14 @@ def test_nothing_outside_the_ingested_folder_is_shown(tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("SECRET_TOKEN = 'do not index me'\n", encoding="utf-8")
     (docs / "snippets" / "example.py").write_text("print('shown')\n", encoding="utf-8")
     (docs / "snippets" / "link.py").symlink_to(tmp_path / "secret.txt")
+    (docs / "snippets" / "data.bin").write_bytes(b"BINARY\x00\xff")
     (docs / "page.rst").write_text(
         "Page\n====\n\nOutside:\n\n.. literalinclude:: ../secret.txt\n\nLinked out:\n\n"
         ".. literalinclude:: snippets/link.py\n\nFrom the root:\n\n.. literalinclude:: /snippets/example.py\n\n"
-        "Missing:\n\n.. literalinclude:: snippets/nothing.py\n", encoding="utf-8")
+        "Missing:\n\n.. literalinclude:: snippets/nothing.py\n\nBinary:\n\n.. literalinclude:: snippets/data.bin\n",
+        encoding="utf-8")
     text = "\n".join(node.text for node in read_nodes(docs))
-    assert "SECRET_TOKEN" not in text and "print('shown')" in text
+    assert "SECRET_TOKEN" not in text and "BINARY" not in text and "print('shown')" in text
     # the same page ingested from the folder above may show the file, which is then inside what is ingested
     assert "SECRET_TOKEN" in "\n".join(node.text for node in read_nodes(tmp_path))
 
