@@ -197,6 +197,17 @@ def test_doctest_setup_is_not_text_in_either_reader() -> None:
     assert [block.text for block in rst_blocks(rst)[1]] == ["Intro.", "```\nx = 1\n```"]
 
 
+def test_a_toctree_is_navigation_not_text_in_either_reader() -> None:
+    # nox's index page: ".. toctree:: :hidden:" then file names, read as the sentence "tutorial config usage
+    # cookbook CONTRIBUTING CHANGELOG `nox` is a command-line tool …"; black's MyST pages likewise
+    from dagrag.chunking.rst import rst_blocks
+
+    rst = "Welcome\n=======\n\n.. toctree::\n   :hidden:\n\n   tutorial\n   config\n\n`nox` is a tool.\n"
+    assert [block.text for block in rst_blocks(rst)[1]] == ["`nox` is a tool."]
+    myst = "# Welcome\n\n```{toctree}\n---\nhidden:\n---\n\nthe_basics\nCurrent style <current_style>\n```\n\nText.\n"
+    assert plain(myst).split() == ["#", "Welcome", "Text."]
+
+
 def test_a_version_directive_reads_as_sphinx_shows_it_with_its_explanation() -> None:
     # MyST and reStructuredText read by `plain`; the hyphenated names too (coverage.py's docs write them)
     assert plain(":::{versionadded} 2.5 The *x* parameter.\n:::\n") == "Added in version 2.5: The x parameter.\n"

@@ -37,8 +37,10 @@ _ROLE_NAME = re.compile(r"(?<![\w`]):([A-Za-z][\w:.+-]*):`")
 # The same names as core/markup.py's CODE_DIRECTIVES and HIDDEN_DIRECTIVES (a test holds them equal).
 CODE_DIRECTIVES = frozenset({"code", "code-block", "code-cell", "sourcecode", "doctest", "testcode", "testoutput",
                              "literalinclude", "ipython", "jupyter-execute", "code-tab", "prompt"})
-# Code Sphinx runs and never shows (doctest's setup and cleanup): a reader does not see it, so neither does the index.
-HIDDEN_DIRECTIVES = frozenset({"testsetup", "testcleanup"})
+# What a reader never reads on the page, so neither does the index: code Sphinx runs and never shows (doctest's
+# setup and cleanup), and a toctree, the site's navigation, whose entries are file names ("tutorial config usage") of
+# pages that are documents of their own (a hidden one shows nothing; a shown one lists their titles, as links).
+HIDDEN_DIRECTIVES = frozenset({"testsetup", "testcleanup", "toctree"})
 # Directives whose argument Sphinx does not show (as core/markup.py's _HIDDEN_ARGUMENT): a language, a module, a
 # condition; `.. highlight:: python` is not the word "python" on the page. Their content, if any, still is.
 _HIDDEN_ARGUMENT = frozenset({"highlight", "toctree", "currentmodule", "module", "namespace", "only", "ifconfig",

@@ -51,8 +51,10 @@ _FENCED_DIRECTIVE = re.compile(r"^([ \t]*)(`{3,}|~{3,})\{([\w:.+-]+)\}[ \t]*([^\
                                re.MULTILINE | re.DOTALL)
 CODE_DIRECTIVES = frozenset({"code", "code-block", "code-cell", "sourcecode", "doctest", "testcode", "testoutput",
                              "literalinclude", "ipython", "jupyter-execute", "code-tab", "prompt"})
-# Code Sphinx runs and never shows (doctest's setup and cleanup): a reader does not see it, so neither does the index.
-HIDDEN_DIRECTIVES = frozenset({"testsetup", "testcleanup"})
+# What a reader never reads on the page, so neither does the index: code Sphinx runs and never shows (doctest's
+# setup and cleanup), and a toctree, the site's navigation, whose entries are file names ("tutorial config usage") of
+# pages that are documents of their own (a hidden one shows nothing; a shown one lists their titles, as links).
+HIDDEN_DIRECTIVES = frozenset({"testsetup", "testcleanup", "toctree"})
 _DIRECTIVE_LINE = re.compile(
     r"^[ \t]*(?::{3,}[ \t]*"  # a ::: closing a MyST block
     r"|(?:!!!|\?\?\?\+?)[ \t]+\w[^\n]*"  # !!! tip "Title" / ??? note (admonitions)
