@@ -166,7 +166,6 @@ def include_reader(document: Path, root: Path) -> IncludeReader:
 def _chunked(path: Path, chunk_tokens: int, root: Path) -> ChunkedDocument:
     """`path`'s chunks; `root` is what is being ingested, a folder or `path` itself."""
     suffix = path.suffix.lower()
-    read_include = include_reader(path, root if root.is_dir() else path.parent)
     data = path.read_bytes()
     if suffix == ".pdf":
         try:
@@ -178,6 +177,7 @@ def _chunked(path: Path, chunk_tokens: int, root: Path) -> ChunkedDocument:
             return chunk_html(data, chunk_tokens=chunk_tokens)   # the page's own meta tags name its encoding
         except RecursionError:  # markdownify walks the tree recursively: 500 nested <div>s exhaust the stack
             raise IngestError(f"{path}: the HTML is nested too deeply to convert") from None
+    read_include = include_reader(path, root if root.is_dir() else path.parent)
     if suffix in RST_SUFFIXES:
         try:
             return chunk_rst(_decoded(path, data), chunk_tokens=chunk_tokens, read_include=read_include)

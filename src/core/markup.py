@@ -103,7 +103,7 @@ _DOCTEST_PROMPT = re.compile(r"^([ \t]*)(?:>>>|\.\.\.)(?:[ \t]|$)", re.MULTILINE
 _FENCE_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _PROMPT_LINE = re.compile(r"^[ \t]*>>>(?:[ \t]|$)", re.MULTILINE)
 # Code is left as written: a fenced block (to its closing fence, or the chunk's end) or an inline code span.
-_CODE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|`+[^`\n]*`+", re.MULTILINE | re.DOTALL)
+_CODE = re.compile(rf"{_FENCE_BLOCK.pattern}|`+[^`\n]*`+", re.MULTILINE | re.DOTALL)
 # CommonMark's flanking rules, simplified: the marker touches a word on its inner side and none on its outer side
 # (so snake_case, `2 * 3 * 4`, "*.py" and a list's "* item" are not emphasis), and it closes on the same line.
 # Emphasis starts at a word (or a quote, bracket or code span): `26.*.*` is a pattern. A lone word in double
@@ -208,15 +208,9 @@ def _links_as_text(text: str) -> str:
 
 def _outside_fences(text: str, render: Callable[[str], str], code: Callable[[str], str] = str) -> str:
     """`text` with `render` applied outside its fenced code blocks and `code` to each block (as written by default)."""
-    if "\x00" in text:  # the placeholder (as in `_in_prose`): a text that has it is rendered whole
+    if "\x00" in text:  # the placeholder (`_held_aside`): a text that has it is rendered whole
         return render(text)
-    held: list[str] = []
-
-    def hold(match: re.Match[str]) -> str:
-        held.append(code(match.group(0)))
-        return f"\x00{len(held) - 1}\x00"
-
-    return _HELD.sub(lambda m: held[int(m.group(1))], render(_FENCE_BLOCK.sub(hold, text)))
+    return _held_aside(text, _FENCE_BLOCK, render, code)
 
 
 def _without_prompts(text: str) -> str:
@@ -230,16 +224,22 @@ def _without_prompts(text: str) -> str:
 
 def _in_prose(text: str, render: Callable[[str], str]) -> str:
     """`text` with `render` applied to its prose; code (blocks and spans, held aside meanwhile) is left as written."""
-    if "\x00" in text:  # the placeholder below; no document text has it, and one that does is left as it is
+    if "\x00" in text:  # the placeholder (`_held_aside`); no document text has it, and one that does is left as it is
         return text
+    return _held_aside(text, _CODE, render)
+
+
+def _held_aside(text: str, pattern: re.Pattern[str], render: Callable[[str], str],
+                code: Callable[[str], str] = str) -> str:
+    """`render` applied to `text` with each match of `pattern` held aside as a placeholder ("\\x00n\\x00"), then the
+    matches put back, each through `code`."""
     held: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
-        held.append(match.group(0))
+        held.append(code(match.group(0)))
         return f"\x00{len(held) - 1}\x00"
 
-    prose = render(_CODE.sub(hold, text))
-    return _HELD.sub(lambda m: held[int(m.group(1))], prose)
+    return _HELD.sub(lambda m: held[int(m.group(1))], render(pattern.sub(hold, text)))
 
 
 def _indented_as_code(line: str) -> bool:
