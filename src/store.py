@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
+import json
 import logging
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -23,7 +24,7 @@ from qdrant_client.http import models as rest
 
 from .config import Settings
 from .core.errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
-from .core.names import NAMES_KEY, names_in_metadata
+from .core.names import NAMES_KEY, WORDS_KEY, names_in_metadata, word_beginnings
 from .core.sparse import encode_documents, encode_queries
 from .core.store_location import check_store_exists
 
@@ -32,6 +33,12 @@ EMBED_DIM_KEY = "dagrag_embed_dim"
 # The names a collection knows travel in its metadata (one JSON document): enough for the titles and headings of a
 # large documentation set; past it, the names of the first pages ingested are kept.
 MAX_RECORDED_NAMES = 50_000
+# The words a collection's passages hold (`word_beginnings`), in the same document: a hop looks for a word only where
+# some passage has it. Past this many, the collection records that it has too many to list (WORDS_UNLISTED), and every
+# word counts as held: a partial list would call words missing that are not.
+MAX_RECORDED_WORDS = 200_000
+WORDS_UNLISTED = "unlisted"
+SCROLL_PAGE = 1024
 SPARSE_VECTOR_NAME = "text-sparse-bm25"
 logger = logging.getLogger("dagrag")
 
@@ -107,6 +114,49 @@ def record_names(client: QdrantClient, collection: str, names: set[str]) -> None
         return
     merged = sorted(before) + sorted(names - before)
     client.update_collection(collection_name=collection, metadata={NAMES_KEY: merged[:MAX_RECORDED_NAMES]})
+
+
+def record_words(client: QdrantClient, collection: str, texts: list[str], *, existed: bool) -> None:
+    """Add the words of `texts` (`word_beginnings`) to those the collection records. A collection that `existed`
+    before this ingest and records no words yet (made elsewhere, or before words were recorded) first has every
+    stored passage's words read, once, so that the list is whole; past MAX_RECORDED_WORDS it is WORDS_UNLISTED."""
+    recorded = (getattr(client.get_collection(collection).config, "metadata", None) or {}).get(WORDS_KEY)
+    if recorded == WORDS_UNLISTED:
+        return
+    before = set(recorded or ())
+    words = set().union(*(word_beginnings(text) for text in texts))
+    if recorded is None and existed:
+        words |= stored_words(client, collection)
+    if words <= before:
+        return
+    merged = before | words
+    value: list[str] | str = sorted(merged) if len(merged) <= MAX_RECORDED_WORDS else WORDS_UNLISTED
+    client.update_collection(collection_name=collection, metadata={WORDS_KEY: value})
+
+
+def stored_words(client: QdrantClient, collection: str) -> set[str]:
+    """The words (`word_beginnings`) of every passage stored in the collection, with its title and section: its text
+    as LlamaIndex stores it (`_node_content`), or a `text` field."""
+    words: set[str] = set()
+    offset = None
+    while True:
+        page, offset = client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=True,
+                                     with_vectors=False)
+        for point in page:
+            words |= word_beginnings(stored_text(point.payload or {}))
+        if offset is None:
+            return words
+
+
+def stored_text(payload: dict[str, Any]) -> str:
+    """A point's passage, title and section as words to record (LlamaIndex keeps the node in `_node_content`)."""
+    text = payload.get("text")
+    if not isinstance(text, str):
+        try:
+            text = json.loads(payload.get("_node_content") or "{}").get("text", "")
+        except (TypeError, ValueError):
+            text = ""
+    return " ".join(str(part) for part in (payload.get("title", ""), payload.get("section", ""), text or ""))
 
 
 def remove_replaced(client: QdrantClient, collection: str, sources: set[str], kept_ids: set[str]) -> int:

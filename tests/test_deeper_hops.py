@@ -15,6 +15,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from dagrag import Settings
 from dagrag.agents.rule_planner import bridge_plan, find_bridge_comparison, plan_offline
+from dagrag.core.names import KnownNames, word_beginnings
 from dagrag.core.plan import Plan, PlanOrigin, SubQuery, finalize_plan
 from dagrag.core.result import SubqueryReport
 from dagrag.work_flows.evidence import select_sources
@@ -180,6 +181,19 @@ def rochester_run(question: str = ROCHESTER) -> QueryRun:
     return run
 
 
+def test_a_name_the_question_gives_is_searched_as_written_though_no_page_has_its_words():
+    # A misspelt or unlisted name ("Son of al Quada") still finds its page by how it is written; only the words of a
+    # hop from the last page are held to the collection's.
+    run = run_with_third_hop(
+        ROCHESTER, passage("film", "Hornets' Nest is a film directed by Daniel Alfredson.", 0.9, "Film"),
+        passage("dir", "Daniel Alfredson lives in the state of New York.", 0.9, "Alfredson"), "{s2} part rochester")
+    searched(run, "s3", [passage("ny", "New York is a state of the United States.", 0.9, "New York (state)")])
+    run.known_names = KnownNames(words=frozenset(word_beginnings(
+        "Hornets' Nest is a film directed by Daniel Alfredson, who lives in the state of New York, in part.")))
+    deepening = next_hop(POLICY, run)
+    assert deepening is not None and deepening.hop is not None and deepening.hop.text == "Rochester part"
+
+
 def test_when_the_chain_stops_moving_a_name_the_question_gives_and_no_page_explains_is_searched_once():
     run = rochester_run()
     searched(run, "s4", [passage("kent", "Chatham is a town in Kent.", 0.5, "Chatham")])
@@ -213,6 +227,26 @@ def test_a_deeper_hop_that_searched_a_name_the_question_gives_and_found_its_page
     assert deepening.hop.text == "{s3} currency predated euro country"
     assert "on none of the kept pages since s3 found the page of 'Signmark', which the question names" in (
         deepening.notes[0])
+
+
+def test_a_word_no_passage_of_the_collection_holds_asks_for_no_hop():
+    # The chain searches for what no kept page explains; a word no page of the collection has at all cannot be found
+    # by any hop (black's documentation never writes "often"), so it neither grows the chain nor goes into the next
+    # hop's search.
+    pages = [hit.node.get_content() for hits in two_hop_run().ranked.values() for hit in hits]
+    collection = " ".join([*pages, "Stockholm Arlanda Airport is the main airport of Stockholm."])
+    run = two_hop_run()
+    run.known_names = KnownNames(words=frozenset(word_beginnings(collection)))
+    deepening = next_hop(POLICY, run)
+    assert deepening is not None and deepening.hop is not None
+    assert deepening.hop.text == "{s2} main airport"  # "international" is on no page of the collection
+    run = two_hop_run()
+    run.known_names = KnownNames(words=frozenset(word_beginnings(" ".join(pages))))
+    deepening = next_hop(POLICY, run)  # no page has the words left: nothing a hop could find, and the notes say so
+    assert deepening is not None and deepening.hop is None and deepening.idle is None
+    assert deepening.notes == ("no hop after s2: main, international, airport on none of the kept pages, and on no "
+                               "page of the collection",)
+    assert next_hop(POLICY, two_hop_run()).hop.text == "{s2} main international airport"  # no words recorded
 
 
 def test_without_a_name_search_every_page_of_the_chain_counts():

@@ -310,6 +310,52 @@ def test_ingest_records_the_names_the_collection_knows_and_the_searcher_reads_th
     assert not asyncio.run(missing.known_names())  # no names, no error: the search itself reports the collection
 
 
+def test_ingest_records_the_words_the_passages_hold_so_a_hop_can_tell_a_word_no_page_has(tmp_path, embed_model,
+                                                                                          monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "environments.md").write_text("# Environments\n\n## Matrix\n\nEvery variant is created lazily.\n")
+    (docs / "build.md").write_text("# Build\n\nHatchling builds wheels.\n")
+    settings = Settings(qdrant_path=tmp_path / "q", collection="w")
+    ingest_nodes(settings, read_nodes(docs / "environments.md"), embed_model)
+    searcher = SearcherAgent(open_vector_store(settings), embed_model, names_ttl_s=0)
+    known = asyncio.run(searcher.known_names())
+    # A word counts by its first five letters (as a page explains a question's word), titles and headings too.
+    assert known.held(["environment", "matrices", "variants", "lazy", "wheels", "quickest"]) == [
+        "environment", "matrices", "variants"]
+    ingest_nodes(settings, read_nodes(docs / "build.md"), embed_model)  # a later ingest adds its words
+    assert asyncio.run(searcher.known_names()).held(["wheels", "hatchling", "variant"]) == [
+        "wheels", "hatchling", "variant"]
+    assert open_qdrant(settings)[0].get_collection("w").config.metadata["dagrag_embed_model"] == settings.embed_model
+
+
+def test_a_collection_that_recorded_no_words_has_every_stored_passage_read_once_and_too_many_are_unlisted(
+        tmp_path, embed_model, monkeypatch):
+    import dagrag.ingest as ingest
+    import dagrag.store as store
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Gadgets\n\nGadgets frobnicate quietly.\n")
+    (docs / "b.md").write_text("# Widgets\n\nWidgets spin.\n")
+    settings = Settings(qdrant_path=tmp_path / "q", collection="old")
+    monkeypatch.setattr(ingest, "record_words", lambda *args, **kwargs: None)  # a collection made before words
+    ingest_nodes(settings, read_nodes(docs / "a.md"), embed_model)
+    client = open_qdrant(settings)[0]
+    assert "dagrag_words" not in client.get_collection("old").config.metadata
+    monkeypatch.undo()
+    ingest_nodes(settings, read_nodes(docs / "b.md"), embed_model)
+    words = set(client.get_collection("old").config.metadata["dagrag_words"])
+    assert {"frobn", "quiet", "gadge", "widge", "spin"} <= words  # a.md's words were read from the store
+
+    monkeypatch.setattr(store, "MAX_RECORDED_WORDS", 5)
+    (docs / "c.md").write_text("# Sprockets\n\nSprockets mesh with cogs.\n")
+    ingest_nodes(settings, read_nodes(docs / "c.md"), embed_model)
+    assert client.get_collection("old").config.metadata["dagrag_words"] == store.WORDS_UNLISTED
+    searcher = SearcherAgent(open_vector_store(settings), embed_model)
+    assert asyncio.run(searcher.known_names()).held(["quickest", "sprockets"]) == ["quickest", "sprockets"]
+
+
 # --- an edited document, ingested again ------------------------------------------------------------
 
 def texts_of(settings: Settings) -> set[str]:

@@ -109,8 +109,9 @@ class SearcherAgent:
         self._embedded: EmbeddedSearch | None = None
 
     async def known_names(self) -> KnownNames:
-        """The names the collection records (titles, headings: `ingest` writes them), read again after `names_ttl_s`
-        so a server sees what a later ingest added; none when the collection records none or cannot be read."""
+        """The names and words the collection records (titles, headings, its passages' words: `ingest` writes them),
+        read again after `names_ttl_s` so a server sees what a later ingest added; none when the collection records
+        none or cannot be read."""
         now = time.monotonic()
         if self._names is not None and now - self._names[0] < self.names_ttl_s:
             return self._names[1]

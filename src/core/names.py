@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
+from .text import MATCHING_LETTERS, tokens
+
 # "to" also glues ranges in passages ("1945 to 1969", "Ashford to Dunmere"); it stays because comparison
 # questions need it ("Echoes to Nowhere or Velvet Static"), and on the multi-hop benchmark sets
 # (ARCHITECTURE.md) it changed no bridge hop's chance to name the second page (a merged range also frees a slot
@@ -59,6 +61,8 @@ MAX_NAME_CHARS = 80
 _RECORD = re.compile(r":\d+$")  # a JSON Lines record's source: "corpus.jsonl:12"
 NAMES_KEY = "dagrag_names"
 """The key of a collection's metadata that records the names it knows."""
+WORDS_KEY = "dagrag_words"
+"""The key of a collection's metadata that records the words its passages hold (`word_beginnings`)."""
 
 
 # The code a question names, which is spelled one way: a `span`, an --option or -x flag, a dotted or underscored
@@ -167,23 +171,44 @@ def names_of_page(title: str, section: str = "") -> set[str]:
     return {key for key in keys if key and len(key) <= MAX_NAME_CHARS and any(c.isalnum() for c in key)}
 
 
+def word_beginnings(text: str) -> set[str]:
+    """The words of `text` as a collection records them: each token (`core/text.tokens`) of at least MATCHING_LETTERS
+    letters by its first MATCHING_LETTERS, a shorter one whole; the way a hop tells whether a page explains a word."""
+    return {token[:MATCHING_LETTERS] for token in tokens(text)}
+
+
 @dataclass(frozen=True)
 class KnownNames:
-    """The names a collection knows (`names_of_page` over every chunk); empty when the store recorded none."""
+    """What a collection knows: the names of its pages and sections (`names_of_page` over every chunk), and the words
+    its passages hold (`word_beginnings`); either empty when the store recorded none."""
 
     keys: frozenset[str] = frozenset()
+    words: frozenset[str] = frozenset()
 
     def knows(self, span: str) -> bool:
         return name_key(span) in self.keys
+
+    def holds_word(self, word: str) -> bool:
+        """Whether some passage of the collection has `word` (a lower-case token; one of at least MATCHING_LETTERS
+        letters by its beginning, as `unexplained_words` matches). True when the collection records no words: then
+        nothing can be said."""
+        return not self.words or word[:MATCHING_LETTERS] in self.words
+
+    def held(self, words: Sequence[str]) -> list[str]:
+        """The `words` some passage of the collection has (`holds_word`), in order: the only ones a search can find."""
+        return [word for word in words if self.holds_word(word)]
 
     def __bool__(self) -> bool:
         return bool(self.keys)
 
 
 NO_NAMES = KnownNames()
+"""A collection that records no names (made elsewhere, or before names were recorded): hops follow capitals only."""
 
 
 def names_in_metadata(metadata: Mapping[str, Any] | None) -> KnownNames:
-    """The names a collection's metadata records under NAMES_KEY (none when it records none)."""
-    return KnownNames(frozenset((metadata or {}).get(NAMES_KEY) or ()))
-"""A collection that records no names (made elsewhere, or before names were recorded): hops follow capitals only."""
+    """The names and words a collection's metadata records under NAMES_KEY and WORDS_KEY (none when it records none)."""
+    metadata = metadata or {}
+    words = metadata.get(WORDS_KEY)  # a list, or a word saying there were too many to list (store.WORDS_UNLISTED)
+    return KnownNames(frozenset(metadata.get(NAMES_KEY) or ()),
+                      frozenset(words) if isinstance(words, list) else frozenset())

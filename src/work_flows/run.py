@@ -44,7 +44,9 @@ class QueryRun(BaseModel):
         None, description="When the run must end, on the process's perf_counter clock; None: no deadline.")
     partial_reason: str | None = None
     known_names: KnownNames = Field(
-        default_factory=KnownNames, description="The names the collection knows (titles, headings): what hops follow.")
+        default_factory=KnownNames,
+        description="The names the collection knows (titles, headings), what hops follow; and the words its passages "
+                    "hold, what a hop can find.")
 
     def __repr__(self) -> str:
         # The workflow runtime summarises every step's input and output event with repr(); the default

@@ -7,12 +7,13 @@ So when the last layer of such a chain has been searched (`next_hop`, asked by `
 
 - **a bridge hop** `s{n+1}` = `{sN} <the words still missing>` (parent: the last hop) when some content word
   of the question is on none of the chain's kept pages (each hop's best passage; first five letters match,
-  as in skip.py) and the last hop moved the chain: it is covered and explained a word its ancestors had
-  left. It searches each named span of the last hop's best page joined with the missing words
-  (bridge.py), away from every ancestor's kept pages. A deeper hop moved the chain only if its best
-  passage was found by one of those searches (`followed_parent`): a retry also tries the names of the last
-  hop's lower-ranked pages, which the chain did not reach, and their confident matches ("Arno Kessel" after
-  Tallowmere's page) took the slot of a page the writer needed.
+  as in skip.py) but on some page of the collection (`KnownNames.held`: "How often do the black maintainers try
+  to put out a new release?" sent two hops after "often", which black's documentation never writes), and the
+  last hop moved the chain: it is covered and explained a word its ancestors had left. It searches each named
+  span of the last hop's best page joined with those words (bridge.py), away from every ancestor's kept pages.
+  A deeper hop moved the chain only if its best passage was found by one of those searches (`followed_parent`):
+  a retry also tries the names of the last hop's lower-ranked pages, which the chain did not reach, and their
+  confident matches ("Arno Kessel" after Tallowmere's page) took the slot of a page the writer needed.
 - **a name search** `s{n+1}` = `<name> <the missing words of its clauses>` when the chain stopped moving but
   the question names something whose words no kept page explains ("... is Dunmere in?", "... where did
   Veloria have trading ports?"): multi-hop questions often name the last hop's own subject, and its page is then
@@ -127,18 +128,24 @@ def next_hop(policy: RetrievalPolicy, run: QueryRun, *, language: Language = ENG
         notes.append(f"{last} added nothing: {why}; none of its passages went to the writer")
     restart = restart_of(run.plan, chain, best, titles, language=language)
     left = words_left(run.plan, chain, best, restart, language=language)
+    # A word no page of the collection has ("often", asked of documentation that never writes it) is no page's to
+    # explain: the next hop from the last page searches only the words some page has. A name the question gives is
+    # searched as written, its words held or not: a name's spelling ("al Quada") still finds its page.
+    findable = run.known_names.held(left)
     searched_names = {name for sq in run.plan.subqueries for name in sq.hints.must_include}
     name = unexplained_name(question, left, searched=searched_names, language=language)
     hop_id = _free_id(run.plan)
     missing = ", ".join(left)
     hop: SubQuery | None = None
-    if left and moved:
-        hop = SubQuery(id=hop_id, text=f"{{{last}}} {' '.join(left)}", parents=[last], role="hop")
+    if left and moved and findable:
+        hop = SubQuery(id=hop_id, text=f"{{{last}}} {' '.join(findable)}", parents=[last], role="hop")
         pages = (f"the kept pages since {restart[0]} found the page of {restart[1]!r}, which the question names (the "
                  f"pages before it were found about other hops)" if restart is not None
                  else f"the kept pages of {', '.join(chain)}")
-        notes.append(f"{hop_id} added: {missing} on none of {pages}, and {last} explained {', '.join(gain)}: one "
-                     f"more hop from {last}'s best page")
+        notes.append(f"{hop_id} added: {', '.join(findable)} on none of {pages}, and {last} explained "
+                     f"{', '.join(gain)}: one more hop from {last}'s best page")
+    elif left and moved:
+        notes.append(f"no hop after {last}: {missing} on none of the kept pages, and on no page of the collection")
     elif left and name is not None:
         # The chain stopped moving, but the question names something no kept page explains ("... is Dunmere
         # in?"): that thing's own page is missing, and a search for the name is what is left to try.
