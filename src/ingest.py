@@ -420,9 +420,7 @@ def ingest_nodes(
         record_names(client, settings.collection, set().union(*(
             names_of_page(str(n.metadata.get("title", "")), str(n.metadata.get("section", ""))) for n in nodes)))
         # The words its passages hold: a hop looks for a word only where some passage has it.
-        record_words(client, settings.collection, [
-            f"{n.metadata.get('title', '')} {n.metadata.get('section', '')} {n.get_content()}" for n in nodes],
-            existed=exists)
+        record_words(client, settings.collection, nodes, existed=exists)
     removed = (remove_replaced(client, settings.collection, set(filter(None, sources)), {n.node_id for n in nodes})
                if replace and exists else 0)
     return IngestReport(collection=settings.collection, documents=len(nodes), added=len(todo),

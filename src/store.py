@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
-import json
 import logging
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from llama_index.core.schema import BaseNode, TextNode
+from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import AsyncQdrantClient, QdrantClient
 from qdrant_client.http import models as rest
@@ -116,15 +117,15 @@ def record_names(client: QdrantClient, collection: str, names: set[str]) -> None
     client.update_collection(collection_name=collection, metadata={NAMES_KEY: merged[:MAX_RECORDED_NAMES]})
 
 
-def record_words(client: QdrantClient, collection: str, texts: list[str], *, existed: bool) -> None:
-    """Add the words of `texts` (`word_beginnings`) to those the collection records. A collection that `existed`
-    before this ingest and records no words yet (made elsewhere, or before words were recorded) first has every
-    stored passage's words read, once, so that the list is whole; past MAX_RECORDED_WORDS it is WORDS_UNLISTED."""
+def record_words(client: QdrantClient, collection: str, nodes: list[BaseNode], *, existed: bool) -> None:
+    """Add the words of `nodes` (`passage_words`) to those the collection records. A collection that `existed` before
+    this ingest and records no words yet (made elsewhere, or before words were recorded) first has every stored
+    passage's words read, once, so that the list is whole; past MAX_RECORDED_WORDS it is WORDS_UNLISTED."""
     recorded = (getattr(client.get_collection(collection).config, "metadata", None) or {}).get(WORDS_KEY)
     if recorded == WORDS_UNLISTED:
         return
     before = set(recorded or ())
-    words = set().union(*(word_beginnings(text) for text in texts))
+    words = set().union(*(passage_words(node) for node in nodes))
     if recorded is None and existed:
         words |= stored_words(client, collection)
     if words <= before:
@@ -134,29 +135,28 @@ def record_words(client: QdrantClient, collection: str, texts: list[str], *, exi
     client.update_collection(collection_name=collection, metadata={WORDS_KEY: value})
 
 
+def passage_words(node: BaseNode) -> set[str]:
+    """The words (`word_beginnings`) of a passage, its title and its section."""
+    return word_beginnings(f"{node.metadata.get('title', '')} {node.metadata.get('section', '')} {node.get_content()}")
+
+
 def stored_words(client: QdrantClient, collection: str) -> set[str]:
-    """The words (`word_beginnings`) of every passage stored in the collection, with its title and section: its text
-    as LlamaIndex stores it (`_node_content`), or a `text` field."""
+    """The words (`passage_words`) of every passage stored in the collection: the node LlamaIndex stored with it, or
+    a point's `text` field in a collection another tool made."""
     words: set[str] = set()
     offset = None
     while True:
         page, offset = client.scroll(collection, limit=SCROLL_PAGE, offset=offset, with_payload=True,
                                      with_vectors=False)
         for point in page:
-            words |= word_beginnings(stored_text(point.payload or {}))
+            payload = point.payload or {}
+            try:
+                node = metadata_dict_to_node(payload)
+            except ValueError:  # no stored node
+                node = TextNode(text=str(payload.get("text", "")), metadata={})
+            words |= passage_words(node)
         if offset is None:
             return words
-
-
-def stored_text(payload: dict[str, Any]) -> str:
-    """A point's passage, title and section as words to record (LlamaIndex keeps the node in `_node_content`)."""
-    text = payload.get("text")
-    if not isinstance(text, str):
-        try:
-            text = json.loads(payload.get("_node_content") or "{}").get("text", "")
-        except (TypeError, ValueError):
-            text = ""
-    return " ".join(str(part) for part in (payload.get("title", ""), payload.get("section", ""), text or ""))
 
 
 def remove_replaced(client: QdrantClient, collection: str, sources: set[str], kept_ids: set[str]) -> int:

@@ -188,15 +188,11 @@ class KnownNames:
     def knows(self, span: str) -> bool:
         return name_key(span) in self.keys
 
-    def holds_word(self, word: str) -> bool:
-        """Whether some passage of the collection has `word` (a lower-case token; one of at least MATCHING_LETTERS
-        letters by its beginning, as `unexplained_words` matches). True when the collection records no words: then
-        nothing can be said."""
-        return not self.words or word[:MATCHING_LETTERS] in self.words
-
     def held(self, words: Sequence[str]) -> list[str]:
-        """The `words` some passage of the collection has (`holds_word`), in order: the only ones a search can find."""
-        return [word for word in words if self.holds_word(word)]
+        """The `words` (lower-case tokens) some passage of the collection has, in order: the only ones a search can
+        find. A word of at least MATCHING_LETTERS letters counts by its beginning, as `unexplained_words` matches; all
+        of them when the collection records no words (then nothing can be said)."""
+        return [word for word in words if not self.words or word[:MATCHING_LETTERS] in self.words]
 
     def __bool__(self) -> bool:
         return bool(self.keys)
