@@ -284,8 +284,9 @@ class Settings(BaseSettings):
         0.3, ge=0, le=1, description="Search-score lift of a page titled by the candidate entity.")
     bridge_when_needed: bool = Field(
         True, description="The offline bridge hop runs only when s1's best document leaves a word of the question "
-        "unexplained (else its share of the budget goes to s1), and an uncovered hop hands the writer nothing. "
-        "Off: every bridge hop runs and keeps its share.")
+        "unexplained (else its share of the budget goes to s1), an uncovered hop hands the writer nothing, and its "
+        "best passage goes after s1's next unless s1's search ranked it too, it stands out in its own search, or it "
+        "scores as well. Off: every bridge hop runs and keeps its share and its turn.")
     bridge_deeper_hops: bool = Field(
         True, description="Offline bridge chains grow past two hops: after each hop, another `{sN}` hop while a word "
         "of the question is on no kept page and the last hop explained a new one (up to SUBQUERY_MAX and "

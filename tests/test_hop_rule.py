@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
+from hypothesis import given
+from hypothesis import strategies as st
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from dagrag import QueryWorkflow, Settings
@@ -13,10 +15,13 @@ from dagrag.agents.rule_planner import bridge_plan, plan_offline
 from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan, single_query_plan
 from dagrag.core.result import SubqueryReport
 from dagrag.core.text import unexplained_words
-from dagrag.work_flows.evidence import select_sources
+from dagrag.work_flows.evidence import offers, select_sources, sources_within
 from dagrag.work_flows.hopping import DocumentHops
 from dagrag.work_flows.hopping.skip import (
+    SCORE_TIE,
+    STANDS_OUT,
     bridge_parent,
+    evidence_order,
     hop_notes,
     passages_handed_over,
     skip_reason,
@@ -113,7 +118,8 @@ def test_a_skipped_hop_is_reported_and_its_budget_goes_to_s1s_next_passages():
 
 def test_a_covered_hop_keeps_its_share_as_before():
     run = uv_run(explained=False)
-    run.ranked["s2"] = [passage("h1", "Hop page.", 0.9), passage("h2", "Hop runner-up.", 0.5)]
+    # h1 scores above s1's next passage (b, 0.95), so rule 3 leaves it its turn too
+    run.ranked["s2"] = [passage("h1", "Hop page.", 0.97), passage("h2", "Hop runner-up.", 0.5)]
     run.reports["s2"] = SubqueryReport(id="s2", text="", layer=1, status="covered", best_score=0.9)
     sources = select_sources(run.plan, passages_handed_over(POLICY, run), per_subquery=1, budget=4)
     assert [s.node_id for s in sources] == ["a", "h1", "b", "h2"]
@@ -128,6 +134,77 @@ def test_an_uncovered_hop_hands_over_nothing_and_the_notes_say_so():
     assert [s.node_id for s in sources] == ["a", "b", "c", "d"]
     [note] = hop_notes(POLICY, run)
     assert note.startswith("s2 found nothing its parent names (best 0.030")
+
+
+# --- pure: rule 3, where the hop's best passage bids for the budget ------------------------------------------
+
+def covered_hop(run: QueryRun, *ranked: NodeWithScore) -> QueryRun:
+    run.ranked["s2"] = list(ranked)
+    run.reports["s2"] = SubqueryReport(id="s2", text="", layer=1, status="covered", best_score=ranked[0].score)
+    return run
+
+
+def kept(run: QueryRun, budget: int, policy: RetrievalPolicy = POLICY) -> list[str]:
+    offered = offers(run.plan, passages_handed_over(policy, run), per_subquery=1)
+    return [s.node_id for s in sources_within(evidence_order(policy, run.plan, offered), budget=budget)]
+
+
+def test_a_hop_passage_nothing_backs_goes_after_s1s_next_and_the_notes_say_so():
+    run = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.6), passage("h2", "Hop runner-up.", 0.5))
+    assert kept(run, 2) == ["a", "b"]  # what one search hands over: b scored 0.95 for the question, h1 0.6
+    assert kept(run, 3) == ["a", "b", "h1"]  # behind s1's next, not out
+    assert kept(run, 4) == ["a", "b", "h1", "h2"]
+    assert [s.node_id for s in select_sources(run.plan, run.ranked, per_subquery=1, budget=2)] == ["a", "h1"]
+    assert hop_notes(POLICY, run) == ["s2's best passage went after s1's next: s1's search did not rank it, and it "
+                                      "scored 0.600 for its search against 0.950 for the question"]
+    assert kept(run, 2, replace(POLICY, bridge_when_needed=False)) == ["a", "h1"]
+
+
+def test_a_hop_passage_keeps_its_turn_when_s1s_search_ranked_it_too_or_it_scores_as_well():
+    s1_fourth = uv_run(explained=False).ranked["s1"][3]
+    both_found = covered_hop(uv_run(explained=False), s1_fourth)  # found by the hop and by s1 (0.8 < 0.95)
+    assert kept(both_found, 2) == ["a", "d"] and hop_notes(POLICY, both_found) == []
+    a_tie = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.95 - SCORE_TIE / 2),
+                        passage("h2", "Hop runner-up.", 0.9))
+    assert kept(a_tie, 2) == ["a", "h1"]
+    # the hop's search is sure of it: its best stands STANDS_OUT above its runner-up, whatever s1's next scores
+    stands_out = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.6),
+                             passage("h2", "Hop runner-up.", 0.6 - STANDS_OUT))
+    assert kept(stands_out, 2) == ["a", "h1"]
+
+
+def test_without_the_cross_encoders_probabilities_the_turn_order_stands():
+    run = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.6), passage("h2", "Hop runner-up.", 0.5))
+    assert hop_notes(POLICY, run) != []  # with them, h1 would go after s1's next
+    run.ledger.degrade("reranker", "ConnectionError", "dense order kept")
+    offered = offers(run.plan, passages_handed_over(POLICY, run), per_subquery=1)
+    assert DocumentHops(POLICY).evidence_order(run, offered) == offered
+    assert hop_notes(POLICY, run) == []
+
+
+@given(s1_scores=st.lists(st.floats(0, 1), min_size=1, max_size=5),
+       hop_scores=st.lists(st.floats(0, 1), min_size=1, max_size=4),
+       shared=st.booleans())
+def test_at_budget_two_the_hop_takes_the_single_paths_second_slot_only_when_backed(s1_scores, hop_scores, shared):
+    """The property of rule 3: s1's best is always kept; the second slot is the bridge hop's best passage only
+    when s1's search ranked it too, it stands out in its own search, or it scores within SCORE_TIE of s1's second
+    (the single path's); else it is s1's second."""
+    s1_scores = sorted(s1_scores, reverse=True)
+    run = run_of(bridge_plan(UV), UV)
+    run.ranked["s1"] = [passage(f"q{i}", f"Question passage {i}.", score) for i, score in enumerate(s1_scores)]
+    hop = [passage(f"h{i}", f"Hop passage {i}.", score) for i, score in enumerate(hop_scores)]
+    if shared and len(s1_scores) > 2:
+        hop[0] = passage("q2", "Question passage 2.", hop_scores[0])  # s1 ranked it third
+    covered_hop(run, *hop)
+    chosen = kept(run, 2)
+    assert chosen[0] == "q0"
+    if len(s1_scores) == 1:
+        assert chosen == ["q0", hop[0].node.node_id]
+    else:
+        runner_up = hop_scores[1] if len(hop_scores) > 1 else 0.0
+        backed = ((shared and len(s1_scores) > 2) or hop_scores[0] - runner_up >= STANDS_OUT
+                  or hop_scores[0] >= s1_scores[1] - SCORE_TIE)
+        assert chosen[1] == (hop[0].node.node_id if backed else "q1")
 
 
 def test_a_one_subquery_plan_is_the_single_path_and_draws_enough_candidates_for_the_whole_budget():

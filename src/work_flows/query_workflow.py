@@ -72,7 +72,7 @@ from .events import (
     SubqueryDone,
     VerificationDone,
 )
-from .evidence import select_sources
+from .evidence import offers, sources_within
 from .hopping import (
     DocumentHops,
     HopStrategy,
@@ -412,9 +412,8 @@ class QueryWorkflow(Workflow):
         return None if scores is None else list(scores)
 
     def _evidence(self, run: QueryRun) -> EvidenceGathered:
-        sources = select_sources(run.plan, self.hops.handed_over(run),
-                                 per_subquery=kept_per_subquery(self.policy, run.path),
-                                 budget=self.policy.context_budget)
+        offered = offers(run.plan, self.hops.handed_over(run), per_subquery=kept_per_subquery(self.policy, run.path))
+        sources = sources_within(self.hops.evidence_order(run, offered), budget=self.policy.context_budget)
         return EvidenceGathered(run=run, sources=sources)
 
     async def _search(self, ctx: Context, run: QueryRun, subqueries: list[SubQuery], layer_index: int, *,

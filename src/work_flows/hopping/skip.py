@@ -5,7 +5,7 @@ s2 = `{s1} <the question>` searches again about the entities s1's best page name
 when the question describes something s1's page only leads to ("the actress who played Nora Quill in Salt
 and Ember" → the film's page names Lena Marwick → her page holds "Harbour Commissioner"). When s1's own
 passages already hold the answer, the hop only takes context budget away from them. So, for that generic
-bridge hop (`bridge_parent`), two rules, both off with BRIDGE_WHEN_NEEDED=false:
+bridge hop (`bridge_parent`), three rules, all off with BRIDGE_WHEN_NEEDED=false:
 
 1. **Skip the hop when one document already explains the question** (`skip_reason`, asked before the hop's
    layer is searched). s1 is covered, and its best passage, read together with the other passages of the
@@ -23,6 +23,14 @@ bridge hop (`bridge_parent`), two rules, both off with BRIDGE_WHEN_NEEDED=false:
 2. **An uncovered hop hands over nothing** (`passages_handed_over`). A hop whose best passage is still under
    COVERAGE_MIN_SCORE after the critic's retry found no page about anything s1 names; its slots go to s1's
    next best passages, the single path's, instead of to its noise. A covered hop keeps its share as before.
+3. **The hop's best passage goes after s1's next one unless the cross-encoder or s1's own search backs it**
+   (`evidence_order`). In turn order the hop's best passage takes the slot of s1's next, the single path's; it
+   keeps that place when s1's search also ranked it (two searches found it), when it stands out in its own search
+   (STANDS_OUT above the hop's runner-up), or when the cross-encoder scores it, for the hop's search, at least as
+   high as s1's next passage for the question (within SCORE_TIE: probabilities that close are a tie, and a tie keeps
+   the plan's order). Otherwise s1's next passage goes first, and the hop's
+   follows it; at the edge of the budget that decides which of the two the writer reads. Not when the cross-encoder
+   failed: then scores are the search's order.
 
 Measured on the benchmark sets (a documentation set and multi-hop QA sets, budgets 2 and 4): ARCHITECTURE.md,
 "A bridge hop only when the question needs one".
@@ -40,14 +48,25 @@ of the question alone is the single path and hands over the whole budget.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from llama_index.core.schema import NodeWithScore
 
 from ...core.language import ENGLISH, Language
 from ...core.plan import ExecutedPlan, SubQuery
 from ...core.sources import passage_text
 from ...core.text import unexplained_words
-from ..policy import RetrievalPolicy
+from ..evidence import Offer, offers
+from ..policy import RetrievalPolicy, kept_per_subquery
 from ..run import QueryRun
+
+# Reranker probabilities this close are a tie: at the top of the scale a passage scored 0.9865 for the hop's search
+# and one scored 0.9912 for the question say the same, and a tie keeps the plan's order (rule 3).
+SCORE_TIE = 0.01
+# A hop's best passage this far above the hop's own runner-up stands out: its search found what it was looking for,
+# whatever its probability against the question's passages says (rule 3). Probabilities for a keyword search are low
+# against a question's; the gap within one search reads the same for every search.
+STANDS_OUT = 0.5
 
 
 def bridge_parent(plan: ExecutedPlan, sq: SubQuery) -> str | None:
@@ -98,9 +117,77 @@ def passages_handed_over(policy: RetrievalPolicy, run: QueryRun) -> dict[str, li
     return rankings
 
 
+@dataclass(frozen=True)
+class BridgeDeferral:
+    """Rule 3's decision: the bridge hop's best passage (`hop`, at `hop_at` in the turn order) goes after its
+    parent's next one (`parent_next`, at `parent_at`)."""
+
+    hop: Offer
+    hop_at: int
+    parent_next: Offer
+    parent_at: int
+
+
+def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[BridgeDeferral]:
+    """Rule 3 over the turn order (`evidence.offers`): each generic bridge hop whose best passage its parent's
+    search did not rank, that does not stand out in its own search (STANDS_OUT) and that scores more than SCORE_TIE
+    under the parent's next passage offered after it."""
+    if not policy.bridge_when_needed:
+        return []
+    deferrals = []
+    for sq in plan.subqueries:
+        parent = bridge_parent(plan, sq)
+        if parent is None:
+            continue
+        hop_at = next((i for i, o in enumerate(offered) if o.subquery_id == sq.id and o.rank == 0), None)
+        if hop_at is None:
+            continue
+        hop = offered[hop_at]
+        seen = {o.key for o in offered[:hop_at]}
+        if hop.key in seen or any(o.subquery_id == parent and o.key == hop.key for o in offered):
+            continue  # offered before, or its parent's search ranked it too
+        runner_up = next((o.score for o in offered if o.subquery_id == sq.id and o.rank == 1), 0.0)
+        if hop.score - runner_up >= STANDS_OUT:
+            continue  # the hop's search is sure of it
+        parent_at = next((i for i, o in enumerate(offered) if i > hop_at and o.subquery_id == parent
+                          and o.key not in seen and all(p.key != o.key for p in offered[hop_at:i])), None)
+        if parent_at is not None and hop.score < offered[parent_at].score - SCORE_TIE:
+            deferrals.append(BridgeDeferral(hop, hop_at, offered[parent_at], parent_at))
+    return deferrals
+
+
+def evidence_order(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[Offer]:
+    """The turn order with rule 3 applied: a deferred bridge hop's best passage right after its parent's next."""
+    order = list(offered)
+    for deferral in bridge_deferrals(policy, plan, offered):
+        order.remove(deferral.parent_next)
+        order.insert(order.index(deferral.hop), deferral.parent_next)
+    return order
+
+
+def reranked(run: QueryRun) -> bool:
+    """Whether the run's scores are the cross-encoder's probabilities (it did not fail and fall back to search
+    order)."""
+    return not any(d.agent == "reranker" for d in run.ledger.degradations)
+
+
+def run_deferrals(policy: RetrievalPolicy, run: QueryRun) -> list[BridgeDeferral]:
+    """Rule 3's decisions for a run: over the passages handed over, in turn order; none without probabilities."""
+    if not reranked(run):
+        return []
+    handed = passages_handed_over(policy, run)
+    return bridge_deferrals(policy, run.plan, offers(run.plan, handed,
+                                                     per_subquery=kept_per_subquery(policy, run.path)))
+
+
 def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
-    """What the rule did to the plan, for its notes: hops skipped, and hops whose passages were held back."""
+    """What the rule did to the plan, for its notes: hops skipped, hops whose passages were held back, and hops whose
+    best passage went after their parent's next."""
     notes = [f"{sq_id} skipped: {reason}" for sq_id, reason in run.skipped_hops.items()]
+    for d in run_deferrals(policy, run):
+        notes.append(f"{d.hop.subquery_id}'s best passage went after {d.parent_next.subquery_id}'s next: "
+                     f"{d.parent_next.subquery_id}'s search did not rank it, and it scored {d.hop.score:.3f} for its "
+                     f"search against {d.parent_next.score:.3f} for the question")
     handed = passages_handed_over(policy, run)
     for sq in run.plan.subqueries:
         parent = bridge_parent(run.plan, sq)

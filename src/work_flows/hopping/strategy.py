@@ -1,9 +1,10 @@
 """How a run hops, behind one interface: `HopStrategy`, and the offline default that follows the documents.
 
-The workflow asks a hop strategy five things and applies the answers to the run's state itself: whether a planned
+The workflow asks a hop strategy six things and applies the answers to the run's state itself: whether a planned
 hop need not be searched (`skip_reason`), what a subquery searches on its n-th try (`searches`) and which of the
 candidates meet the cross-encoder (`pool`), whether the chain grows by one more hop once its last layer is searched
-(`next_hop`), and which subqueries' passages may reach the writer (`handed_over`). The run's report asks two more:
+(`next_hop`), which subqueries' passages may reach the writer (`handed_over`), and in what order they bid for the
+context budget (`evidence_order`). The run's report asks two more:
 whether a hop hands over its passages (`holds_back`), and what the strategy did, for the plan's notes (`notes`).
 
 `DocumentHops` is the default: every hop searches what its parent's passages contain (`bridge.py`, `searches.py`),
@@ -23,11 +24,12 @@ from llama_index.core.schema import NodeWithScore
 from ...core.language import ENGLISH, Language
 from ...core.plan import ExecutedPlan, SubQuery
 from ...core.search import SearchHits
+from ..evidence import Offer
 from ..policy import RetrievalPolicy, parents_kept, pool_size
 from ..run import QueryRun
 from .deeper import Deepening, next_hop
 from .searches import PooledCandidate, Variant, pool_candidates, subquery_searches
-from .skip import holds_back, hop_notes, passages_handed_over, skip_reason
+from .skip import evidence_order, holds_back, hop_notes, passages_handed_over, reranked, skip_reason
 
 
 class HopStrategy(Protocol):
@@ -50,6 +52,11 @@ class HopStrategy(Protocol):
 
     def handed_over(self, run: QueryRun) -> dict[str, list[NodeWithScore]]:
         """Each subquery's ranked passages that may reach the writer."""
+        ...
+
+    def evidence_order(self, run: QueryRun, offered: list[Offer]) -> list[Offer]:
+        """The handed-over passages in the order they bid for the context budget, from their turn order
+        (`evidence.offers`: round robin by rank in plan order)."""
         ...
 
     def holds_back(self, plan: ExecutedPlan, subquery: SubQuery, *, covered: bool) -> bool:
@@ -88,6 +95,9 @@ class DocumentHops:
 
     def handed_over(self, run: QueryRun) -> dict[str, list[NodeWithScore]]:
         return passages_handed_over(self.policy, run)
+
+    def evidence_order(self, run: QueryRun, offered: list[Offer]) -> list[Offer]:
+        return evidence_order(self.policy, run.plan, offered) if reranked(run) else offered
 
     def holds_back(self, plan: ExecutedPlan, subquery: SubQuery, *, covered: bool) -> bool:
         return holds_back(self.policy, plan, subquery, covered=covered)
