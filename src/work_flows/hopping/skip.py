@@ -28,9 +28,9 @@ bridge hop (`bridge_parent`), three rules, all off with BRIDGE_WHEN_NEEDED=false
    keeps that place when s1's search also ranked it (two searches found it), when it stands out in its own search
    (STANDS_OUT above the hop's runner-up), or when the cross-encoder scores it, for the hop's search, at least as
    high as s1's next passage for the question (within SCORE_TIE: probabilities that close are a tie, and a tie keeps
-   the plan's order). Otherwise s1's next passage goes first, and the hop's
-   follows it; at the edge of the budget that decides which of the two the writer reads. Not when the cross-encoder
-   failed: then scores are the search's order.
+   the plan's order). Otherwise s1's next passage goes first, and the hop's follows it; at the edge of the budget
+   that decides which of the two the writer reads. Not when the cross-encoder failed: then scores are the search's
+   order.
 
 Measured on the benchmark sets (a documentation set and multi-hop QA sets, budgets 2 and 4): ARCHITECTURE.md,
 "A bridge hop only when the question needs one".
@@ -119,13 +119,10 @@ def passages_handed_over(policy: RetrievalPolicy, run: QueryRun) -> dict[str, li
 
 @dataclass(frozen=True)
 class BridgeDeferral:
-    """Rule 3's decision: the bridge hop's best passage (`hop`, at `hop_at` in the turn order) goes after its
-    parent's next one (`parent_next`, at `parent_at`)."""
+    """Rule 3's decision: the bridge hop's best passage (`hop`) goes after its parent's next one (`parent_next`)."""
 
     hop: Offer
-    hop_at: int
     parent_next: Offer
-    parent_at: int
 
 
 def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[BridgeDeferral]:
@@ -135,6 +132,9 @@ def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[
     if not policy.bridge_when_needed:
         return []
     deferrals = []
+    first: dict[str, int] = {}  # where each passage is first offered: later offers of it are no new passage
+    for at, offer in enumerate(offered):
+        first.setdefault(offer.key, at)
     for sq in plan.subqueries:
         parent = bridge_parent(plan, sq)
         if parent is None:
@@ -143,16 +143,15 @@ def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[
         if hop_at is None:
             continue
         hop = offered[hop_at]
-        seen = {o.key for o in offered[:hop_at]}
-        if hop.key in seen or any(o.subquery_id == parent and o.key == hop.key for o in offered):
+        if first[hop.key] < hop_at or any(o.subquery_id == parent and o.key == hop.key for o in offered):
             continue  # offered before, or its parent's search ranked it too
         runner_up = next((o.score for o in offered if o.subquery_id == sq.id and o.rank == 1), 0.0)
         if hop.score - runner_up >= STANDS_OUT:
             continue  # the hop's search is sure of it
-        parent_at = next((i for i, o in enumerate(offered) if i > hop_at and o.subquery_id == parent
-                          and o.key not in seen and all(p.key != o.key for p in offered[hop_at:i])), None)
-        if parent_at is not None and hop.score < offered[parent_at].score - SCORE_TIE:
-            deferrals.append(BridgeDeferral(hop, hop_at, offered[parent_at], parent_at))
+        parent_next = next((o for i, o in enumerate(offered)
+                            if i > hop_at and o.subquery_id == parent and first[o.key] == i), None)
+        if parent_next is not None and hop.score < parent_next.score - SCORE_TIE:
+            deferrals.append(BridgeDeferral(hop, parent_next))
     return deferrals
 
 
