@@ -354,8 +354,7 @@ class QueryWorkflow(Workflow):
             return abstain_reason(answer_score([], []), bar)
         sides = [sq for sq in run.plan.subqueries if sq.role == "side"]
         # A side's scores are the cross-encoder's probabilities, unless it failed and the search's order stood.
-        reranked = not any(d.agent == "reranker" for d in run.ledger.degradations)
-        if sides and reranked:
+        if sides and run.reranked():
             kept = {s.node_id for s in sources}
             if every_side_answered(side_passages(run, sides, kept), [side_code(sq) for sq in sides], bar.threshold,
                                    room=self.policy.context_budget):
@@ -392,7 +391,7 @@ class QueryWorkflow(Workflow):
         """The comparison sides the collection does not document (`answerability.undocumented_sides`), at
         ABSTAIN_BELOW: the question's unfound code raises its bar, not a side's. Only sides whose search ran (a failed
         search says nothing of the collection) and only with the cross-encoder's probabilities."""
-        if self.policy.abstain_below <= 0 or any(d.agent == "reranker" for d in run.ledger.degradations):
+        if self.policy.abstain_below <= 0 or not run.reranked():
             return []
         searched = [sq for sq in run.plan.subqueries if sq.role == "side"
                     and sq.id in run.reports and run.reports[sq.id].status in ("covered", "uncovered")]

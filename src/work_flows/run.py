@@ -61,6 +61,11 @@ class QueryRun(BaseModel):
     def layer_of(self, subquery_id: str) -> int:
         return next(i for i, layer in enumerate(self.plan.layers) if subquery_id in layer)
 
+    def reranked(self) -> bool:
+        """Whether the run's scores are the cross-encoder's probabilities: it did not fail (or run out of time) and
+        leave the search's order standing."""
+        return not any(d.agent == "reranker" for d in self.ledger.degradations)
+
     def add_time(self, stage: str, seconds: float) -> None:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
 

@@ -164,30 +164,17 @@ def evidence_order(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Of
     return order
 
 
-def reranked(run: QueryRun) -> bool:
-    """Whether the run's scores are the cross-encoder's probabilities (it did not fail and fall back to search
-    order)."""
-    return not any(d.agent == "reranker" for d in run.ledger.degradations)
-
-
-def run_deferrals(policy: RetrievalPolicy, run: QueryRun) -> list[BridgeDeferral]:
-    """Rule 3's decisions for a run: over the passages handed over, in turn order; none without probabilities."""
-    if not reranked(run):
-        return []
-    handed = passages_handed_over(policy, run)
-    return bridge_deferrals(policy, run.plan, offers(run.plan, handed,
-                                                     per_subquery=kept_per_subquery(policy, run.path)))
-
-
 def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
     """What the rule did to the plan, for its notes: hops skipped, hops whose passages were held back, and hops whose
     best passage went after their parent's next."""
     notes = [f"{sq_id} skipped: {reason}" for sq_id, reason in run.skipped_hops.items()]
-    for d in run_deferrals(policy, run):
-        notes.append(f"{d.hop.subquery_id}'s best passage went after {d.parent_next.subquery_id}'s next: "
-                     f"{d.parent_next.subquery_id}'s search did not rank it, and it scored {d.hop.score:.3f} for its "
-                     f"search against {d.parent_next.score:.3f} for the question")
     handed = passages_handed_over(policy, run)
+    deferrals = (bridge_deferrals(policy, run.plan, offers(run.plan, handed,
+                                                           per_subquery=kept_per_subquery(policy, run.path)))
+                 if run.reranked() else [])  # without probabilities the turn order stood (`DocumentHops`)
+    notes += [f"{d.hop.subquery_id}'s best passage went after {d.parent_next.subquery_id}'s next: "
+              f"{d.parent_next.subquery_id}'s search did not rank it, and it scored {d.hop.score:.3f} for its "
+              f"search against {d.parent_next.score:.3f} for the question" for d in deferrals]
     for sq in run.plan.subqueries:
         parent = bridge_parent(run.plan, sq)
         report = run.reports.get(sq.id)

@@ -29,7 +29,7 @@ from ..policy import RetrievalPolicy, parents_kept, pool_size
 from ..run import QueryRun
 from .deeper import Deepening, next_hop
 from .searches import PooledCandidate, Variant, pool_candidates, subquery_searches
-from .skip import evidence_order, holds_back, hop_notes, passages_handed_over, reranked, skip_reason
+from .skip import evidence_order, holds_back, hop_notes, passages_handed_over, skip_reason
 
 
 class HopStrategy(Protocol):
@@ -97,7 +97,7 @@ class DocumentHops:
         return passages_handed_over(self.policy, run)
 
     def evidence_order(self, run: QueryRun, offered: list[Offer]) -> list[Offer]:
-        return evidence_order(self.policy, run.plan, offered) if reranked(run) else offered
+        return evidence_order(self.policy, run.plan, offered) if run.reranked() else offered
 
     def holds_back(self, plan: ExecutedPlan, subquery: SubQuery, *, covered: bool) -> bool:
         return holds_back(self.policy, plan, subquery, covered=covered)
