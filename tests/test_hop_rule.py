@@ -173,6 +173,27 @@ def test_a_hop_passage_keeps_its_turn_when_s1s_search_ranked_it_too_or_it_scores
     assert kept(stands_out, 2) == ["a", "h1"]
 
 
+def test_a_hop_passage_from_s1s_best_document_goes_after_s1s_second_whatever_it_scores():
+    # h1 outscores s1's second (b, 0.95) but is another section of s1's best page: the hop did not leave it
+    run = covered_hop(uv_run(explained=False), passage("h1", "Another installer section.", 0.99, "Installer"),
+                      passage("h2", "Hop runner-up.", 0.9))
+    assert kept(run, 2) == ["a", "b"]
+    assert kept(run, 4) == ["a", "b", "h1", "h2"]
+    assert hop_notes(POLICY, run) == ["s2's best passage went after s1's next: s1's search did not rank it, and it "
+                                      "is from s1's best document ('Installer'): the hop stayed on its parent's "
+                                      "page, where s1's search put its own second passage first"]
+    # what still backs it: it stands out in its own search; and the reason is s1's second passage, the one one
+    # search keeps at budget 2, so when that is no new passage (the same text as s1's best) only scores decide
+    stands_out = covered_hop(uv_run(explained=False), passage("h1", "Another installer section.", 0.99, "Installer"),
+                             passage("h2", "Hop runner-up.", 0.99 - STANDS_OUT))
+    assert kept(stands_out, 2) == ["a", "h1"]
+    repeated = covered_hop(uv_run(explained=False), passage("h1", "Another installer section.", 0.99, "Installer"),
+                           passage("h2", "Hop runner-up.", 0.9))
+    best = repeated.ranked["s1"][0]
+    repeated.ranked["s1"][1] = passage("b", best.node.get_content(), 0.95, "Installer")
+    assert kept(repeated, 2) == ["a", "h1"]  # s1's next new passage is its third, and h1 outscores it
+
+
 def test_without_the_cross_encoders_probabilities_the_turn_order_stands():
     run = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.6), passage("h2", "Hop runner-up.", 0.5))
     assert hop_notes(POLICY, run) != []  # with them, h1 would go after s1's next
@@ -184,17 +205,20 @@ def test_without_the_cross_encoders_probabilities_the_turn_order_stands():
 
 @given(s1_scores=st.lists(st.floats(0, 1), min_size=1, max_size=5),
        hop_scores=st.lists(st.floats(0, 1), min_size=1, max_size=4),
-       shared=st.booleans())
-def test_at_budget_two_the_hop_takes_the_single_paths_second_slot_only_when_backed(s1_scores, hop_scores, shared):
+       shared=st.booleans(), same_page=st.booleans())
+def test_at_budget_two_the_hop_takes_the_single_paths_second_slot_only_when_backed(s1_scores, hop_scores, shared,
+                                                                                   same_page):
     """The property of rule 3: s1's best is always kept; the second slot is the bridge hop's best passage only
     when s1's search ranked it too, it stands out in its own search, or it scores within SCORE_TIE of s1's second
-    (the single path's); else it is s1's second."""
+    (the single path's) and is not from s1's best document; else it is s1's second."""
     s1_scores = sorted(s1_scores, reverse=True)
     run = run_of(bridge_plan(UV), UV)
-    run.ranked["s1"] = [passage(f"q{i}", f"Question passage {i}.", score) for i, score in enumerate(s1_scores)]
-    hop = [passage(f"h{i}", f"Hop passage {i}.", score) for i, score in enumerate(hop_scores)]
+    run.ranked["s1"] = [passage(f"q{i}", f"Question passage {i}.", score, "Question page")
+                        for i, score in enumerate(s1_scores)]
+    hop_page = "Question page" if same_page else "Hop page"
+    hop = [passage(f"h{i}", f"Hop passage {i}.", score, hop_page) for i, score in enumerate(hop_scores)]
     if shared and len(s1_scores) > 2:
-        hop[0] = passage("q2", "Question passage 2.", hop_scores[0])  # s1 ranked it third
+        hop[0] = passage("q2", "Question passage 2.", hop_scores[0], "Question page")  # s1 ranked it third
     covered_hop(run, *hop)
     chosen = kept(run, 2)
     assert chosen[0] == "q0"
@@ -203,7 +227,7 @@ def test_at_budget_two_the_hop_takes_the_single_paths_second_slot_only_when_back
     else:
         runner_up = hop_scores[1] if len(hop_scores) > 1 else 0.0
         backed = ((shared and len(s1_scores) > 2) or hop_scores[0] - runner_up >= STANDS_OUT
-                  or hop_scores[0] >= s1_scores[1] - SCORE_TIE)
+                  or (hop_scores[0] >= s1_scores[1] - SCORE_TIE and not same_page))
         assert chosen[1] == (hop[0].node.node_id if backed else "q1")
 
 

@@ -28,9 +28,12 @@ bridge hop (`bridge_parent`), three rules, all off with BRIDGE_WHEN_NEEDED=false
    keeps that place when s1's search also ranked it (two searches found it), when it stands out in its own search
    (STANDS_OUT above the hop's runner-up), or when the cross-encoder scores it, for the hop's search, at least as
    high as s1's next passage for the question (within SCORE_TIE: probabilities that close are a tie, and a tie keeps
-   the plan's order). Otherwise s1's next passage goes first, and the hop's follows it; at the edge of the budget
-   that decides which of the two the writer reads. Not when the cross-encoder failed: then scores are the search's
-   order.
+   the plan's order) — unless it is another passage of the document s1's best passage is from and s1's next is
+   s1's own second passage: a hop that stayed on its parent's page did not hop, it ranked that page's sections
+   again with the question's words, and the question's own search, which put its second passage before this
+   one, is the better judge of which the writer reads. Otherwise s1's next passage goes first, and the hop's
+   follows it; at the edge of the budget that decides which of the two the writer reads. Not when the
+   cross-encoder failed: then scores are the search's order.
 
 Measured on the benchmark sets (a documentation set and multi-hop QA sets, budgets 2 and 4): ARCHITECTURE.md,
 "A bridge hop only when the question needs one".
@@ -123,12 +126,14 @@ class BridgeDeferral:
 
     hop: Offer
     parent_next: Offer
+    same_document: str | None = None  # the parent's best document, when the hop's passage is from it (the reason)
 
 
 def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[BridgeDeferral]:
     """Rule 3 over the turn order (`evidence.offers`): each generic bridge hop whose best passage its parent's
-    search did not rank, that does not stand out in its own search (STANDS_OUT) and that scores more than SCORE_TIE
-    under the parent's next passage offered after it."""
+    search did not rank, that does not stand out in its own search (STANDS_OUT), and that scores more than
+    SCORE_TIE under the parent's next passage offered after it, or is from the parent's best document while that
+    next passage is the parent's own second."""
     if not policy.bridge_when_needed:
         return []
     deferrals = []
@@ -150,8 +155,14 @@ def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[
             continue  # the hop's search is sure of it
         parent_next = next((o for i, o in enumerate(offered)
                             if i > hop_at and o.subquery_id == parent and first[o.key] == i), None)
-        if parent_next is not None and hop.score < parent_next.score - SCORE_TIE:
+        if parent_next is None:
+            continue
+        if hop.score < parent_next.score - SCORE_TIE:
             deferrals.append(BridgeDeferral(hop, parent_next))
+            continue
+        parent_best = next((o for o in offered if o.subquery_id == parent and o.rank == 0), None)
+        if parent_best is not None and parent_next.rank == 1 and document_of(hop.hit) == document_of(parent_best.hit):
+            deferrals.append(BridgeDeferral(hop, parent_next, same_document=document_of(parent_best.hit)))
     return deferrals
 
 
@@ -164,6 +175,16 @@ def evidence_order(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Of
     return order
 
 
+def deferral_note(deferral: BridgeDeferral) -> str:
+    """The plan's note for one of rule 3's decisions: what moved and why."""
+    hop, parent = deferral.hop.subquery_id, deferral.parent_next.subquery_id
+    why = (f"it is from {parent}'s best document ({deferral.same_document!r}): the hop stayed on its parent's page, "
+           f"where {parent}'s search put its own second passage first" if deferral.same_document is not None
+           else f"it scored {deferral.hop.score:.3f} for its search against {deferral.parent_next.score:.3f} for the "
+                f"question")
+    return f"{hop}'s best passage went after {parent}'s next: {parent}'s search did not rank it, and {why}"
+
+
 def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
     """What the rule did to the plan, for its notes: hops skipped, hops whose passages were held back, and hops whose
     best passage went after their parent's next."""
@@ -172,9 +193,7 @@ def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
     deferrals = (bridge_deferrals(policy, run.plan, offers(run.plan, handed,
                                                            per_subquery=kept_per_subquery(policy, run.path)))
                  if run.reranked() else [])  # without probabilities the turn order stood (`DocumentHops`)
-    notes += [f"{d.hop.subquery_id}'s best passage went after {d.parent_next.subquery_id}'s next: "
-              f"{d.parent_next.subquery_id}'s search did not rank it, and it scored {d.hop.score:.3f} for its "
-              f"search against {d.parent_next.score:.3f} for the question" for d in deferrals]
+    notes += [deferral_note(d) for d in deferrals]
     for sq in run.plan.subqueries:
         parent = bridge_parent(run.plan, sq)
         report = run.reports.get(sq.id)
