@@ -35,14 +35,6 @@ bridge hop (`bridge_parent`), three rules, all off with BRIDGE_WHEN_NEEDED=false
    follows it; at the edge of the budget that decides which of the two the writer reads. Not when the
    cross-encoder failed: then scores are the search's order.
 
-4. **A hop's passage its search did not find goes after the question's found ones** (`unfound_hop_passages`).
-   A passage under COVERAGE_MIN_SCORE is one its search did not find (rule 2 holds back a bridge hop whose *best*
-   is under it); a covered hop's lower-ranked passages can be, and in turn order they took slots from passages the
-   question's own search found ("My group prints its help page ...": the hop's second passage, at 0.126, in place of
-   the question's third, at 0.649, which held the answer). So every passage of a hop (the generic bridge hop and the
-   deeper ones) scoring under COVERAGE_MIN_SCORE bids after the last passage the question's search found. A
-   comparison's sides keep their turns: a side needs its own document, whatever its scores.
-
 Measured on the benchmark sets (a documentation set and multi-hop QA sets, budgets 2 and 4): ARCHITECTURE.md,
 "A bridge hop only when the question needs one".
 
@@ -67,7 +59,7 @@ from ...core.language import ENGLISH, Language
 from ...core.plan import ExecutedPlan, SubQuery
 from ...core.sources import passage_text
 from ...core.text import unexplained_words
-from ..evidence import Offer, offers, sources_within
+from ..evidence import Offer, offers
 from ..policy import RetrievalPolicy, kept_per_subquery
 from ..run import QueryRun
 
@@ -174,41 +166,13 @@ def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[
     return deferrals
 
 
-def deferred_order(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[Offer]:
+def evidence_order(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[Offer]:
     """The turn order with rule 3 applied: a deferred bridge hop's best passage right after its parent's next."""
     order = list(offered)
     for deferral in bridge_deferrals(policy, plan, offered):
         order.remove(deferral.parent_next)
         order.insert(order.index(deferral.hop), deferral.parent_next)
     return order
-
-
-def _last_found_by_question(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> int | None:
-    question = {sq.id for sq in plan.subqueries if sq.role == "question"}
-    return max((i for i, o in enumerate(offered)
-                if o.subquery_id in question and o.score >= policy.coverage_min_score), default=None)
-
-
-def unfound_hop_passages(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[Offer]:
-    """Rule 4 over an order of offers: the hops' passages (roles `bridge` and `hop`) scoring under
-    COVERAGE_MIN_SCORE that bid before the last passage the question's search found (at or above it)."""
-    last = _last_found_by_question(policy, plan, offered) if policy.bridge_when_needed else None
-    if last is None:
-        return []
-    hops = {sq.id for sq in plan.subqueries if sq.role in ("bridge", "hop")}
-    return [o for o in offered[:last] if o.subquery_id in hops and o.score < policy.coverage_min_score]
-
-
-def evidence_order(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[Offer]:
-    """The turn order with rules 3 and 4 applied: a deferred bridge hop's best passage right after its parent's
-    next; then the hops' passages their searches did not find right after the question's last found passage."""
-    order = deferred_order(policy, plan, offered)
-    unfound = unfound_hop_passages(policy, plan, order)
-    if not unfound:
-        return order
-    moved = {id(offer) for offer in unfound}
-    after = (_last_found_by_question(policy, plan, order) or 0) + 1
-    return [o for o in order[:after] if id(o) not in moved] + unfound + order[after:]
 
 
 def deferral_note(deferral: BridgeDeferral) -> str:
@@ -221,33 +185,15 @@ def deferral_note(deferral: BridgeDeferral) -> str:
     return f"{hop}'s best passage went after {parent}'s next: {parent}'s search did not rank it, and {why}"
 
 
-def unfound_notes(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[str]:
-    """Rule 4's notes: each hop passage under COVERAGE_MIN_SCORE that it moved out of the context budget."""
-    deferred = deferred_order(policy, plan, offered)
-    unfound = unfound_hop_passages(policy, plan, deferred)
-    if not unfound:
-        return []
-    before = {source.node_id for source in sources_within(deferred, budget=policy.context_budget)}
-    kept = {source.node_id for source in sources_within(evidence_order(policy, plan, offered),
-                                                        budget=policy.context_budget)}
-    question = next(sq.id for sq in plan.subqueries if sq.role == "question")
-    return [f"{o.subquery_id}'s passage ranked {o.rank + 1} went after {question}'s found passages: it scored "
-            f"{o.score:.3f}, under COVERAGE_MIN_SCORE {policy.coverage_min_score}"
-            for o in unfound if o.hit.node.node_id in before and o.hit.node.node_id not in kept]
-
-
 def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
-    """What the rule did to the plan, for its notes: hops skipped, hops whose passages were held back, hops whose
-    best passage went after their parent's next, and hops' unfound passages that left the budget (rule 4)."""
+    """What the rule did to the plan, for its notes: hops skipped, hops whose passages were held back, and hops whose
+    best passage went after their parent's next."""
     notes = [f"{sq_id} skipped: {reason}" for sq_id, reason in run.skipped_hops.items()]
     handed = passages_handed_over(policy, run)
     deferrals = (bridge_deferrals(policy, run.plan, offers(run.plan, handed,
                                                            per_subquery=kept_per_subquery(policy, run.path)))
                  if run.reranked() else [])  # without probabilities the turn order stood (`DocumentHops`)
     notes += [deferral_note(d) for d in deferrals]
-    if run.reranked():
-        notes += unfound_notes(policy, run.plan, offers(run.plan, handed,
-                                                       per_subquery=kept_per_subquery(policy, run.path)))
     for sq in run.plan.subqueries:
         parent = bridge_parent(run.plan, sq)
         report = run.reports.get(sq.id)
