@@ -28,10 +28,10 @@ bridge hop (`bridge_parent`), three rules, all off with BRIDGE_WHEN_NEEDED=false
    keeps that place when s1's search also ranked it (two searches found it), when it stands out in its own search
    (STANDS_OUT above the hop's runner-up), or when the cross-encoder scores it, for the hop's search, at least as
    high as s1's next passage for the question (within SCORE_TIE: probabilities that close are a tie, and a tie keeps
-   the plan's order) — unless it is another passage of the document s1's best passage is from and s1's next is
-   s1's own second passage: a hop that stayed on its parent's page did not hop, it ranked that page's sections
-   again with the question's words, and the question's own search, which put its second passage before this
-   one, is the better judge of which the writer reads. Otherwise s1's next passage goes first, and the hop's
+   the plan's order). That last backing does not hold for another passage of the document s1's best passage is
+   from while s1's next is s1's own second: a hop that stayed on its parent's page did not hop, it ranked that
+   page's sections again with the question's words, and the question's own search, which put its second passage
+   first, is the better judge of which the writer reads. Otherwise s1's next passage goes first, and the hop's
    follows it; at the edge of the budget that decides which of the two the writer reads. Not when the
    cross-encoder failed: then scores are the search's order.
 
