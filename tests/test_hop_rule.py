@@ -146,7 +146,7 @@ def covered_hop(run: QueryRun, *ranked: NodeWithScore) -> QueryRun:
 
 def kept(run: QueryRun, budget: int, policy: RetrievalPolicy = POLICY) -> list[str]:
     offered = offers(run.plan, passages_handed_over(policy, run), per_subquery=1)
-    return [s.node_id for s in sources_within(evidence_order(policy, run.plan, offered), budget=budget)]
+    return [s.node_id for s in sources_within(evidence_order(policy, run, offered), budget=budget)]
 
 
 def test_a_hop_passage_nothing_backs_goes_after_s1s_next_and_the_notes_say_so():

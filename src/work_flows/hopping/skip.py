@@ -129,13 +129,15 @@ class BridgeDeferral:
     same_document: str | None = None  # the parent's best document, when the hop's passage is from it (the reason)
 
 
-def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[BridgeDeferral]:
-    """Rule 3 over the turn order (`evidence.offers`): each generic bridge hop whose best passage its parent's
+def bridge_deferrals(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[BridgeDeferral]:
+    """Rule 3 over the run's turn order (`evidence.offers`): each generic bridge hop whose best passage its parent's
     search did not rank, that does not stand out in its own search (STANDS_OUT), and that scores more than
     SCORE_TIE under the parent's next passage offered after it, or is from the parent's best document while that
-    next passage is the parent's own second."""
-    if not policy.bridge_when_needed:
+    next passage is the parent's own second. None without the cross-encoder's probabilities: the scores are then
+    the search's order, and the turn order stands."""
+    if not policy.bridge_when_needed or not run.reranked():
         return []
+    plan = run.plan
     deferrals = []
     first: dict[str, int] = {}  # where each passage is first offered: later offers of it are no new passage
     for at, offer in enumerate(offered):
@@ -166,10 +168,10 @@ def bridge_deferrals(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[
     return deferrals
 
 
-def evidence_order(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> list[Offer]:
-    """The turn order with rule 3 applied: a deferred bridge hop's best passage right after its parent's next."""
+def evidence_order(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
+    """The run's turn order with rule 3 applied: a deferred bridge hop's best passage right after its parent's next."""
     order = list(offered)
-    for deferral in bridge_deferrals(policy, plan, offered):
+    for deferral in bridge_deferrals(policy, run, offered):
         order.remove(deferral.parent_next)
         order.insert(order.index(deferral.hop), deferral.parent_next)
     return order
@@ -190,10 +192,8 @@ def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
     best passage went after their parent's next."""
     notes = [f"{sq_id} skipped: {reason}" for sq_id, reason in run.skipped_hops.items()]
     handed = passages_handed_over(policy, run)
-    deferrals = (bridge_deferrals(policy, run.plan, offers(run.plan, handed,
-                                                           per_subquery=kept_per_subquery(policy, run.path)))
-                 if run.reranked() else [])  # without probabilities the turn order stood (`DocumentHops`)
-    notes += [deferral_note(d) for d in deferrals]
+    offered = offers(run.plan, handed, per_subquery=kept_per_subquery(policy, run.path))
+    notes += [deferral_note(d) for d in bridge_deferrals(policy, run, offered)]
     for sq in run.plan.subqueries:
         parent = bridge_parent(run.plan, sq)
         report = run.reports.get(sq.id)

@@ -97,7 +97,7 @@ class DocumentHops:
         return passages_handed_over(self.policy, run)
 
     def evidence_order(self, run: QueryRun, offered: list[Offer]) -> list[Offer]:
-        return evidence_order(self.policy, run.plan, offered) if run.reranked() else offered
+        return evidence_order(self.policy, run, offered)
 
     def holds_back(self, plan: ExecutedPlan, subquery: SubQuery, *, covered: bool) -> bool:
         return holds_back(self.policy, plan, subquery, covered=covered)
