@@ -347,6 +347,23 @@ def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_docu
     assert full == "Release process > Cutting a release: You've successfully cut a new release of quill. [2]"
 
 
+def test_the_questions_best_document_speaks_even_when_other_sentences_fill_the_room(reranker) -> None:
+    # Two sentences of the runner-up clear the bar ("... new release of quill", 0.59 each) and would fill a room of
+    # two; the question's best document's answering sentence scores 0.05 alone. It is quoted all the same, one of
+    # the two: the cross-encoder ranked its passage first for the question.
+    question = "How often do the quill maintainers put out a new release?"
+    cadence = sectioned(1, "Release process", "Release cadence", "We aim to release whatever is on `main` every 1-2 "
+                        "months. Maintainers find the workload predictable.")
+    announce = sectioned(2, "Release process", "Cutting a release", "Congratulations! You've successfully cut a new "
+                         "release of quill. Announce the new release of quill on the mailing list. Go stand up and "
+                         "take a break.")
+    scored = scored_for(reranker, question, [cadence, announce])
+    assert scored.question_lead == 0 and scored.question_score[0] < 0.1  # what makes this case
+    assert sum(score >= 0.1 for score in scored.question_score) >= 2
+    two = answer_for(reranker, question, [cadence, announce], max_sentences=2)
+    assert "every 1-2 months" in two and "Announce the new release" in two
+
+
 def _page_lines(corpus: str, path: str, first: str, last: str) -> str:
     from .conftest import ROOT
 

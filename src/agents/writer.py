@@ -357,16 +357,24 @@ class WriterAgent:
         candidates, question_score, best_for = scored.candidates, scored.question_score, scored.best_for
         by_question = sorted(range(len(candidates)), key=lambda i: question_score[i], reverse=True)
         # The sentence that answers the question best is always quoted, as the question itself is always searched;
-        # then one sentence per subquery: the evidence for each hop and side; then, while there is room, every other
-        # sentence that answers the question (`answers_from`), best first.
+        # then one sentence per subquery: the evidence for each hop and side; then the best sentence of the question's
+        # best document; then, while there is room, every other sentence that answers the question
+        # (`answers_from`), best first.
         chosen: list[int] = by_question[:1]
         for sq in plan.subqueries:
             if sq.id in best_for and best_for[sq.id][1] not in chosen:
                 chosen.append(best_for[sq.id][1])
         # A hop's or side's sentence that does not answer the question by itself links the chain ("The film starred
         # Lena Marwick." before "Marwick served as Harbour Commissioner."): it is quoted beside the sentences that
-        # answer, not instead of one of them. `max_sentences` bounds the answering sentences.
+        # answer, not instead of one of them. `max_sentences` bounds the answering sentences, the lead's among them.
         room = self.max_sentences + sum(question_score[i] < self.answers_from for i in chosen[1:])
+        # The question's own best document speaks too, with its best sentence, within that bound: the cross-encoder
+        # ranked that passage first for the question, and a sentence of another passage can outscore each of its
+        # sentences read alone ("`Field` is the base class for all fields and should not be used directly within
+        # schemas." 0.065 for "I declared name = fields.Field() in a schema and get a warning. is that not allowed?",
+        # a nesting example from another page 0.811).
+        if scored.question_lead is not None and scored.question_lead not in chosen:
+            chosen.append(scored.question_lead)
         for index in by_question:
             if len(chosen) >= room:
                 break
