@@ -116,8 +116,9 @@ def keep(benchmark: BenchmarkSet, budget: int, out: Path, ran_on: str) -> None:
     """Copy a run's summary, with the commit and settings it ran with, to experiments/results/all-sets/."""
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     systems = {name: {key: value for key, value in stats.items() if key != "by_type"} | {
-        "by_type": {kind: {k: stats["by_type"][kind].get(k, 0.0) for k in ("n", "recall", "joint_recall", "match",
-                                                                          "abstained")}
+        "by_type": {kind: {k: stats["by_type"][kind][k] for k in ("n", "recall", "joint_recall", "match",
+                                                                 "abstained", "sides_split")
+                           if k in stats["by_type"][kind]}
                     for kind in stats.get("by_type", {})}} for name, stats in summary["systems"].items()}
     config = {key: _relative(value) for key, value in summary.get("config", {}).items()}
     record = {"set": benchmark.name, "budget": budget, "commit": ran_on, "held_out": benchmark.name == HELD_OUT,
@@ -216,6 +217,35 @@ def comparisons_only_table() -> str:
         rows.append(f"| {name} | {record['budget']} | {single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | "
                     f"{mine['joint_recall']:.3f} | {delta:+.3f} | {record['commit']} |")
     return "\n".join(rows)
+
+
+def comparisons_table() -> str:
+    """Per set and budget, the questions of type comparison: how many, the share dag searched side by side (two or
+    more sides in one layer, eval.py's `sides_split`), and the share whose evidence was all found (joint recall) by
+    one search and by dag; then the documentation sets pooled at budget 4. Sets whose file has no `sides_split`
+    (made before eval.py reported it) are left out."""
+    rows = ["| set | budget | comparisons | dag: one search per side | all evidence found: single | all evidence "
+            "found: dag | commit |", "|---|---|---|---|---|---|---|"]
+    pooled = {"n": 0, "split": 0.0, "single": 0.0, "dag": 0.0}
+    for record in records():
+        single = record["systems"]["single"].get("by_type", {}).get("comparison")
+        dag = record["systems"]["dag"].get("by_type", {}).get("comparison")
+        if not single or not dag or "sides_split" not in dag:
+            continue
+        rows.append(f"| {row_name(record)} | {record['budget']} | {dag['n']} | {dag['sides_split']:.3f} | "
+                    f"{single['joint_recall']:.3f} | {dag['joint_recall']:.3f} | {record['commit']} |")
+        if BY_NAME[record["set"]].corpus is not None and record["budget"] == max(BUDGETS):
+            pooled["n"] += dag["n"]
+            pooled["split"] += dag["sides_split"] * dag["n"]
+            pooled["single"] += single["joint_recall"] * single["n"]
+            pooled["dag"] += dag["joint_recall"] * dag["n"]
+    if len(rows) == 2:
+        return ""
+    n = pooled["n"]
+    summary = (f"\n\nThe documentation sets together, budget {max(BUDGETS)}: {n} comparisons, "
+               f"{pooled['split'] / n:.3f} searched side by side, all evidence found for {pooled['dag'] / n:.3f} "
+               f"(one search: {pooled['single'] / n:.3f}).") if n else ""
+    return "\n".join(rows) + summary
 
 
 def tick_label(record: dict, width: int = 12) -> str:

@@ -182,6 +182,16 @@ the two is better depends on the collection: measure on your own questions (docs
 
 {all_sets.comparisons_only_table()}
 
+### Comparisons as users type them
+
+Every set's questions of type comparison, most of them about technical names written as users write them
+(`--check vs --diff`, "should I use X or Y for ...", "how does X differ from Y?", `attrs.define` and
+`attrs.frozen`): how often dag's plan searched each side on its own, in one layer (the rule planner reads the
+sentence's form and the names ingest recorded), and how often all of the question's evidence was handed to the
+writer.
+
+{all_sets.comparisons_table()}
+
 ### What the answers say
 
 *match* is the share of answers that hold the gold answer (docs sets: or quote every evidence passage); *where the

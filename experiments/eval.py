@@ -273,12 +273,22 @@ def _question_generator(llm: Any) -> Any:
     return LLMQuestionGenerator.from_defaults(llm=llm)
 
 
+def sides_in_one_layer(plan: dict[str, Any] | None) -> bool:
+    """Whether a row's executed plan searched two or more comparison sides (subqueries of role "side") in one layer:
+    a comparison read as one, each side its own search."""
+    if not plan:
+        return False
+    sides = {sq["id"] for sq in plan.get("subqueries", []) if sq.get("role") == "side"}
+    return any(len(sides & set(layer)) >= 2 for layer in plan.get("layers", []))
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def block(items: list[dict[str, Any]]) -> dict[str, float]:
         if not items:
             return {}
         # .get: rows written before a metric existed count it as 0 (a resumed run keeps its old rows)
         out = {m: round(sum(r["metrics"].get(m, 0) for r in items) / len(items), 4) for m in METRICS}
+        out["sides_split"] = round(sum(sides_in_one_layer(r.get("plan")) for r in items) / len(items), 4)
         # Latency is that of the answered questions: a failed one has no answer to time.
         latencies = [r["metrics"]["latency_s"] for r in items if not r.get("failed")]
         out.update(latency_p50_s=round(percentile(latencies, 50), 4), latency_p95_s=round(percentile(latencies, 95), 4),

@@ -16,7 +16,7 @@ import benchmarks_doc
 def test_the_benchmarks_page_holds_the_tables_the_result_files_give():
     document = benchmarks_doc.DOC.read_text(encoding="utf-8")
     assert all(part in document for part in (all_sets.table(), all_sets.answers_table(),
-                                             all_sets.comparisons_only_table())), (
+                                             all_sets.comparisons_only_table(), all_sets.comparisons_table())), (
         "docs/benchmarks.md's tables of all sets differ from experiments/results/all-sets: "
         "run .venv/bin/python experiments/all_sets.py table")
 
@@ -111,3 +111,19 @@ def test_pooled_rows_add_up_each_groups_questions_won_and_lost_and_say_which_los
     assert "on black docs at budget 2 (recall 0 / 11 (p < 0.01));" in benchmarks_doc.beyond_chance(records)
     write("black", 2, {"won": 2, "lost": 5, "p": 0.45}, {"won": 5, "lost": 6, "p": 1.0})
     assert "none of these losses is beyond chance" in benchmarks_doc.beyond_chance(all_sets.records())
+
+
+def test_the_comparisons_row_reads_the_split_and_the_evidence_found_from_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(all_sets, "RESULTS", tmp_path)
+    single = {"n": 10, "recall": 0.5, "joint_recall": 0.4,
+              "by_type": {"comparison": {"n": 4, "recall": 0.5, "joint_recall": 0.25}}}
+    dag = {**single, "by_type": {"comparison": {"n": 4, "recall": 1.0, "joint_recall": 0.75, "sides_split": 0.75}}}
+    record = {"set": "black", "budget": 4, "commit": "abc1234", "held_out": False, "config": {"budget": 4},
+              "systems": {"single": single, "dag": dag}}
+    (tmp_path / "black-k4.json").write_text(json.dumps(record), encoding="utf-8")
+    before = {**record, "set": "flask", "systems": {"single": single, "dag": {**dag, "by_type": single["by_type"]}}}
+    (tmp_path / "flask-k4.json").write_text(json.dumps(before), encoding="utf-8")  # a file from before it was reported
+    rows = all_sets.comparisons_table().splitlines()
+    assert rows[2:] == ["| black docs | 4 | 4 | 0.750 | 0.250 | 0.750 | abc1234 |", "",
+                        "The documentation sets together, budget 4: 4 comparisons, 0.750 searched side by side, all "
+                        "evidence found for 0.750 (one search: 0.250)."]

@@ -213,6 +213,23 @@ def test_every_system_is_paired_with_single_by_question_not_by_row_order():
     assert "| dag | 2 / 0 (p 0.50) | 2 / 0 (p 0.50) | 0 / 0 (p 1.00) |" in eval_script.markdown_table(systems)
 
 
+def test_a_comparison_counts_as_split_when_its_plan_searched_two_sides_in_one_layer():
+    def plan(roles, layers):
+        return {"subqueries": [{"id": f"s{i}", "role": role} for i, role in enumerate(roles)], "layers": layers}
+    assert eval_script.sides_in_one_layer(plan(["side", "side", "question"], [["s0", "s1", "s2"]]))
+    assert not eval_script.sides_in_one_layer(plan(["question", "bridge"], [["s0"], ["s1"]]))
+    assert not eval_script.sides_in_one_layer(plan(["side", "side"], [["s0"], ["s1"]]))  # one side after the other
+    assert not eval_script.sides_in_one_layer(None)  # a failed run keeps no plan
+
+    def row(system, qid, kind, roles):
+        return {"system": system, "id": qid, "type": kind, "plan": plan(roles, [[f"s{i}" for i in range(len(roles))]]),
+                "metrics": {"joint_recall": 1, "recall": 1, "match": 0, "latency_s": 1.0}}
+    rows = [row("dag", "a", "comparison", ["side", "side", "question"]), row("dag", "b", "comparison", ["question"]),
+            row("dag", "c", "bridge", ["question"])]
+    dag = eval_script.summarize(rows)["dag"]
+    assert dag["by_type"]["comparison"]["sides_split"] == 0.5 and dag["by_type"]["bridge"]["sides_split"] == 0.0
+
+
 def test_out_of_collection_questions_are_asked_too_and_counted_apart(tmp_path):
     questions = tmp_path / "ooc.jsonl"
     questions.write_text(json.dumps({"question": "How do I roll back a Kubernetes deployment?", "kind": "x"}) + "\n"
