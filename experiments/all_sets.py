@@ -116,10 +116,10 @@ def keep(benchmark: BenchmarkSet, budget: int, out: Path, ran_on: str) -> None:
     """Copy a run's summary, with the commit and settings it ran with, to experiments/results/all-sets/."""
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     systems = {name: {key: value for key, value in stats.items() if key != "by_type"} | {
-        "by_type": {kind: {k: stats["by_type"][kind][k] for k in ("n", "recall", "joint_recall", "match",
-                                                                 "abstained", "sides_split")
-                           if k in stats["by_type"][kind]}
-                    for kind in stats.get("by_type", {})}} for name, stats in summary["systems"].items()}
+        "by_type": {kind: {k: block.get(k, 0.0) for k in ("n", "recall", "joint_recall", "match", "abstained")}
+                    # a summary made before eval.py reported the sides' split has none: the table leaves it out
+                    | ({"sides_split": block["sides_split"]} if "sides_split" in block else {})
+                    for kind, block in stats.get("by_type", {}).items()}} for name, stats in summary["systems"].items()}
     config = {key: _relative(value) for key, value in summary.get("config", {}).items()}
     record = {"set": benchmark.name, "budget": budget, "commit": ran_on, "held_out": benchmark.name == HELD_OUT,
               "config": config, "systems": systems}

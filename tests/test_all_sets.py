@@ -127,3 +127,22 @@ def test_the_comparisons_row_reads_the_split_and_the_evidence_found_from_the_fil
     assert rows[2:] == ["| black docs | 4 | 4 | 0.750 | 0.250 | 0.750 | abc1234 |", "",
                         "The documentation sets together, budget 4: 4 comparisons, 0.750 searched side by side, all "
                         "evidence found for 0.750 (one search: 0.250)."]
+
+
+def test_keep_copies_each_types_numbers_and_the_sides_split_where_the_summary_has_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(all_sets, "RESULTS", tmp_path / "results")
+    run = tmp_path / "run"
+    run.mkdir()
+    comparison = {"n": 4, "recall": 1.0, "joint_recall": 0.75, "match": 0.5, "abstained": 0.0, "sides_split": 0.75,
+                  "latency_p50_s": 0.4}
+    older = {"n": 2, "recall": 0.5, "joint_recall": 0.5, "match": 0.0}  # a summary from before abstaining was counted
+    summary = {"config": {"budget": 4, "data": str(all_sets.ROOT / "data.jsonl")},
+               "systems": {"dag": {"n": 6, "recall": 0.8, "by_type": {"comparison": comparison, "bridge": older}}}}
+    (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    all_sets.keep(all_sets.BY_NAME["black"], 4, run, "abc1234")
+    kept = json.loads(all_sets.result_path("black", 4).read_text(encoding="utf-8"))
+    assert kept["commit"] == "abc1234" and kept["config"]["data"] == "data.jsonl"
+    assert kept["systems"]["dag"]["by_type"]["comparison"] == {
+        "n": 4, "recall": 1.0, "joint_recall": 0.75, "match": 0.5, "abstained": 0.0, "sides_split": 0.75}
+    assert kept["systems"]["dag"]["by_type"]["bridge"] == {"n": 2, "recall": 0.5, "joint_recall": 0.5, "match": 0.0,
+                                                          "abstained": 0.0}
