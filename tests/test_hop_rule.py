@@ -21,6 +21,7 @@ from dagrag.work_flows.hopping.skip import (
     SCORE_TIE,
     STANDS_OUT,
     bridge_parent,
+    deferred_order,
     evidence_order,
     hop_notes,
     passages_handed_over,
@@ -210,7 +211,7 @@ def test_at_budget_two_the_hop_takes_the_single_paths_second_slot_only_when_back
                                                                                    same_page):
     """The property of rule 3: s1's best is always kept; the second slot is the bridge hop's best passage only
     when s1's search ranked it too, it stands out in its own search, or it scores within SCORE_TIE of s1's second
-    (the single path's) and is not from s1's best document; else it is s1's second."""
+    (the single path's) and is not from s1's best document, and it was found (rule 4); else it is s1's second."""
     s1_scores = sorted(s1_scores, reverse=True)
     run = run_of(bridge_plan(UV), UV)
     run.ranked["s1"] = [passage(f"q{i}", f"Question passage {i}.", score, "Question page")
@@ -228,7 +229,47 @@ def test_at_budget_two_the_hop_takes_the_single_paths_second_slot_only_when_back
         runner_up = hop_scores[1] if len(hop_scores) > 1 else 0.0
         backed = ((shared and len(s1_scores) > 2) or hop_scores[0] - runner_up >= STANDS_OUT
                   or (hop_scores[0] >= s1_scores[1] - SCORE_TIE and not same_page))
-        assert chosen[1] == (hop[0].node.node_id if backed else "q1")
+        # rule 4: a hop passage its search did not find bids after the question's found ones
+        unfound = hop_scores[0] < POLICY.coverage_min_score and max(s1_scores[1:]) >= POLICY.coverage_min_score
+        assert chosen[1] == (hop[0].node.node_id if backed and not unfound else "q1")
+
+
+# --- pure: rule 4, a hop's passage its search did not find ------------------------------------------------
+
+def test_a_hop_passage_under_the_coverage_score_goes_after_the_questions_found_passages_and_the_notes_say_so():
+    run = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.97, "Hop"),
+                      passage("h2", "Hop noise.", 0.05, "Hop"))
+    assert kept(run, 4) == ["a", "h1", "b", "c"]  # in turn order h2 (0.05) took the fourth slot from c (0.9)
+    assert kept(run, 4, replace(POLICY, bridge_when_needed=False)) == ["a", "h1", "b", "h2"]
+    assert hop_notes(POLICY, run) == ["s2's passage ranked 2 went after s1's found passages: it scored 0.050, under "
+                                      "COVERAGE_MIN_SCORE 0.1"]
+    # nothing the question's search found comes after it: it keeps its turn
+    unfound_question = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.97, "Hop"),
+                                   passage("h2", "Hop noise.", 0.05, "Hop"))
+    unfound_question.ranked["s1"] = [unfound_question.ranked["s1"][0],
+                                     *(passage(f"q{i}", f"Weak {i}.", 0.02) for i in range(3))]
+    assert kept(unfound_question, 4) == ["a", "h1", "q0", "h2"]
+
+
+@given(s1_scores=st.lists(st.floats(0, 1), min_size=1, max_size=5),
+       hop_scores=st.lists(st.floats(0, 1), min_size=1, max_size=4))
+def test_no_unfound_hop_passage_bids_before_a_passage_the_question_found(s1_scores, hop_scores):
+    """The property of rule 4: it only moves the hops' passages under COVERAGE_MIN_SCORE, every other passage keeps
+    its place relative to the others, and none of those moved bids before a found passage of the question's."""
+    run = run_of(bridge_plan(UV), UV)
+    run.ranked["s1"] = [passage(f"q{i}", f"Question passage {i}.", score, "Question page")
+                        for i, score in enumerate(sorted(s1_scores, reverse=True))]
+    covered_hop(run, *(passage(f"h{i}", f"Hop passage {i}.", score, "Hop page")
+                       for i, score in enumerate(sorted(hop_scores, reverse=True))))
+    offered = offers(run.plan, passages_handed_over(POLICY, run), per_subquery=1)
+    order = evidence_order(POLICY, run, offered)
+    unfound = [o for o in order if o.subquery_id == "s2" and o.score < POLICY.coverage_min_score]
+    assert sorted(map(id, order)) == sorted(map(id, offered))
+    assert [o for o in order if o not in unfound] == [o for o in deferred_order(POLICY, run, offered)
+                                                      if o not in unfound]
+    found = [i for i, o in enumerate(order) if o.subquery_id == "s1" and o.score >= POLICY.coverage_min_score]
+    assert all(order.index(o) > found[-1] for o in unfound) if found else order == deferred_order(
+        POLICY, run, offered)
 
 
 def test_a_one_subquery_plan_is_the_single_path_and_draws_enough_candidates_for_the_whole_budget():
@@ -263,7 +304,9 @@ async def test_a_question_s1_leaves_unexplained_runs_its_hop(make_workflow):
     result = await make_workflow().run(query=CORLISS)
     assert result.path == "dag" and [r.status for r in result.subqueries] == ["covered", "covered"]
     assert not any("skipped" in note for note in result.plan.notes)
-    assert [(s.subquery_id, s.rank_in_subquery) for s in result.sources] == [("s1", 1), ("s2", 1), ("s1", 2), ("s2", 2)]
+    # s2's second passage is one its search did not find (under COVERAGE_MIN_SCORE): s1's third found one goes first
+    assert [(s.subquery_id, s.rank_in_subquery) for s in result.sources] == [("s1", 1), ("s2", 1), ("s1", 2), ("s1", 3)]
+    assert any(note.startswith("s2's passage ranked 2 went after s1's found passages") for note in result.plan.notes)
     assert "Shirley Temple" in [s.metadata["title"] for s in result.sources]
 
 

@@ -5,7 +5,7 @@ s2 = `{s1} <the question>` searches again about the entities s1's best page name
 when the question describes something s1's page only leads to ("the actress who played Nora Quill in Salt
 and Ember" → the film's page names Lena Marwick → her page holds "Harbour Commissioner"). When s1's own
 passages already hold the answer, the hop only takes context budget away from them. So, for that generic
-bridge hop (`bridge_parent`), three rules, all off with BRIDGE_WHEN_NEEDED=false:
+bridge hop (`bridge_parent`), three rules, and a fourth for every hop; all off with BRIDGE_WHEN_NEEDED=false:
 
 1. **Skip the hop when one document already explains the question** (`skip_reason`, asked before the hop's
    layer is searched). s1 is covered, and its best passage, read together with the other passages of the
@@ -35,6 +35,14 @@ bridge hop (`bridge_parent`), three rules, all off with BRIDGE_WHEN_NEEDED=false
    follows it; at the edge of the budget that decides which of the two the writer reads. Not when the
    cross-encoder failed: then scores are the search's order.
 
+4. **A hop's passage its search did not find goes after the question's found ones** (`unfound_hop_passages`).
+   A passage under COVERAGE_MIN_SCORE is one its search did not find (rule 2 holds back a bridge hop whose *best*
+   is under it); a covered hop's lower-ranked passages can be, and in turn order they took slots from passages the
+   question's own search found ("My group prints its help page ...": the hop's second passage, at 0.126, in place of
+   the question's third, at 0.649, which held the answer). So every passage of a hop (the generic bridge hop and the
+   deeper ones) scoring under COVERAGE_MIN_SCORE bids after the last passage the question's search found. A
+   comparison's sides keep their turns: a side needs its own document, whatever its scores.
+
 Measured on the benchmark sets (a documentation set and multi-hop QA sets, budgets 2 and 4): ARCHITECTURE.md,
 "A bridge hop only when the question needs one".
 
@@ -59,7 +67,7 @@ from ...core.language import ENGLISH, Language
 from ...core.plan import ExecutedPlan, SubQuery
 from ...core.sources import passage_text
 from ...core.text import unexplained_words
-from ..evidence import Offer, offers
+from ..evidence import Offer, offers, sources_within
 from ..policy import RetrievalPolicy, kept_per_subquery
 from ..run import QueryRun
 
@@ -168,13 +176,44 @@ def bridge_deferrals(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer
     return deferrals
 
 
-def evidence_order(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
+def deferred_order(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
     """The run's turn order with rule 3 applied: a deferred bridge hop's best passage right after its parent's next."""
     order = list(offered)
     for deferral in bridge_deferrals(policy, run, offered):
         order.remove(deferral.parent_next)
         order.insert(order.index(deferral.hop), deferral.parent_next)
     return order
+
+
+def _last_found_by_question(policy: RetrievalPolicy, plan: ExecutedPlan, offered: list[Offer]) -> int | None:
+    question = {sq.id for sq in plan.subqueries if sq.role == "question"}
+    return max((i for i, o in enumerate(offered)
+                if o.subquery_id in question and o.score >= policy.coverage_min_score), default=None)
+
+
+def unfound_hop_passages(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
+    """Rule 4 over an order of offers: the hops' passages (roles `bridge` and `hop`) scoring under
+    COVERAGE_MIN_SCORE that bid before the last passage the question's search found (at or above it). None
+    without the cross-encoder's probabilities (the scores are then the search's order)."""
+    plan = run.plan
+    last = (_last_found_by_question(policy, plan, offered)
+            if policy.bridge_when_needed and run.reranked() else None)
+    if last is None:
+        return []
+    hops = {sq.id for sq in plan.subqueries if sq.role in ("bridge", "hop")}
+    return [o for o in offered[:last] if o.subquery_id in hops and o.score < policy.coverage_min_score]
+
+
+def evidence_order(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
+    """The run's turn order with rules 3 and 4 applied: a deferred bridge hop's best passage right after its
+    parent's next; then the hops' passages their searches did not find right after the question's last found one."""
+    order = deferred_order(policy, run, offered)
+    unfound = unfound_hop_passages(policy, run, order)
+    if not unfound:
+        return order
+    moved = {id(offer) for offer in unfound}
+    after = (_last_found_by_question(policy, run.plan, order) or 0) + 1
+    return [o for o in order[:after] if id(o) not in moved] + unfound + order[after:]
 
 
 def deferral_note(deferral: BridgeDeferral) -> str:
@@ -187,13 +226,29 @@ def deferral_note(deferral: BridgeDeferral) -> str:
     return f"{hop}'s best passage went after {parent}'s next: {parent}'s search did not rank it, and {why}"
 
 
+def unfound_notes(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[str]:
+    """Rule 4's notes: each hop passage under COVERAGE_MIN_SCORE that it moved out of the context budget."""
+    deferred = deferred_order(policy, run, offered)
+    unfound = unfound_hop_passages(policy, run, deferred)
+    if not unfound:
+        return []
+    before = {source.node_id for source in sources_within(deferred, budget=policy.context_budget)}
+    kept = {source.node_id for source in sources_within(evidence_order(policy, run, offered),
+                                                        budget=policy.context_budget)}
+    question = next(sq.id for sq in run.plan.subqueries if sq.role == "question")
+    return [f"{o.subquery_id}'s passage ranked {o.rank + 1} went after {question}'s found passages: it scored "
+            f"{o.score:.3f}, under COVERAGE_MIN_SCORE {policy.coverage_min_score}"
+            for o in unfound if o.hit.node.node_id in before and o.hit.node.node_id not in kept]
+
+
 def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
-    """What the rule did to the plan, for its notes: hops skipped, hops whose passages were held back, and hops whose
-    best passage went after their parent's next."""
+    """What the rule did to the plan, for its notes: hops skipped, hops whose passages were held back, hops whose
+    best passage went after their parent's next, and hops' unfound passages that left the budget (rule 4)."""
     notes = [f"{sq_id} skipped: {reason}" for sq_id, reason in run.skipped_hops.items()]
     handed = passages_handed_over(policy, run)
     offered = offers(run.plan, handed, per_subquery=kept_per_subquery(policy, run.path))
     notes += [deferral_note(d) for d in bridge_deferrals(policy, run, offered)]
+    notes += unfound_notes(policy, run, offered)
     for sq in run.plan.subqueries:
         parent = bridge_parent(run.plan, sq)
         report = run.reports.get(sq.id)
