@@ -409,8 +409,12 @@ class WriterAgent:
         significantly shorter files." after it. Two tests are needed: a pair's score rises with almost any neighbour
         ("You've successfully cut a new release." 0.60, with "Go stand up and take a break." after it 0.73), and an
         answering neighbour may repeat rather than continue; a sentence that opens with "It" answers nothing alone
-        (whatever "it" is, the cross-encoder cannot tell). Neighbours go beyond `max_sentences`: they complete a
-        quoted sentence, they are not another one."""
+        (whatever "it" is, the cross-encoder cannot tell). The question's lead sentence (`question_lead`) is read with
+        one or two sentences on either side whatever they score alone: its passage is the one the question's search
+        ranked first, and its point often sits in a sentence that scores low alone right beside the one the
+        cross-encoder found ("The keyword `extension_configs` accepts a dictionary of configuration settings" 0.92,
+        with "Any configuration settings will only be passed to extensions loaded by name." after it 0.97, that one
+        alone 0.02). Neighbours go beyond `max_sentences`: they complete a quoted sentence, they are not another one."""
         candidates = scored.candidates
         at = {(c.source_number, c.position): i for i, c in enumerate(candidates)}
         # A sentence that announces what follows ("… follow these steps:") is quoted with what it announces.
@@ -418,7 +422,7 @@ class WriterAgent:
                      and (following := at.get((candidates[index].source_number, candidates[index].position + 1)))
                      is not None and following not in chosen]
         chosen = chosen + list(dict.fromkeys(announced))
-        windows: list[tuple[int, int]] = []  # (chosen sentence, its neighbour)
+        windows: list[tuple[int, tuple[int, ...]]] = []  # (chosen sentence, the neighbours read with it)
         for index in chosen:
             candidate = candidates[index]
             for step in (-1, 1):
@@ -428,14 +432,31 @@ class WriterAgent:
                 later = candidates[neighbour if step > 0 else index].sentence  # of the two, the one read second
                 if (scored.question_score[neighbour] >= self.answers_from
                         or self.language.goes_on_from_before(later)):
-                    windows.append((index, neighbour))
+                    windows.append((index, (neighbour,)))
+        # The question's lead sentence with one or two sentences on either side, whatever they score alone.
+        lead = scored.question_lead
+        if lead is not None and lead in chosen:
+            source, position = candidates[lead].source_number, candidates[lead].position
+            for steps in ((-1,), (-2, -1), (1,), (1, 2)):
+                around = tuple(i for step in steps if (i := at.get((source, position + step))) is not None)
+                if len(around) == len(steps) and not all(i in chosen for i in around) and (lead, around) not in windows:
+                    windows.append((lead, around))
         if not windows:
             return chosen
-        read_together = [in_context(" ".join(candidates[i].sentence for i in sorted(pair)), candidates[pair[0]].context)
-                         for pair in windows]
-        scores = await self.reranker.ascore([(question, text) for text in read_together])
-        added = [neighbour for (index, neighbour), score in zip(windows, scores)
-                 if score > scored.question_score[index]]
+        read_together = [in_context(" ".join(candidates[i].sentence for i in sorted((index, *around))),
+                                    candidates[index].context) for index, around in windows]
+        read = dict(zip(windows, await self.reranker.ascore([(question, text) for text in read_together])))
+
+        def bar(index: int, around: tuple[int, ...]) -> float:
+            """What a window must beat: the chosen sentence alone, and for two sentences also the nearer one with it
+            (the farther sentence has to add to the answer, not ride along)."""
+            if len(around) == 1:
+                return scored.question_score[index]
+            nearer = min(around, key=lambda i: abs(i - index))
+            return max(scored.question_score[index], read.get((index, (nearer,)), 0.0))
+
+        added = [neighbour for (index, around), score in read.items() if score > bar(index, around)
+                 for neighbour in around if neighbour not in chosen]
         return chosen + list(dict.fromkeys(added))  # a sentence between two chosen ones is added once
 
     def _quoted(self, scored: _ScoredSentences, chosen: list[int]) -> str:
