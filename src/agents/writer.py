@@ -24,7 +24,13 @@ from ..core.replies import split_concise_answer
 from ..core.result import RunLedger, Source, WrittenAnswer
 from ..core.roles import Reranker
 from ..core.sources import fence_sources, source_title
-from ..core.text import block_lines, introduces_what_follows, split_sentences_as_written, strip_citations
+from ..core.text import (
+    block_lines,
+    content_words,
+    introduces_what_follows,
+    split_sentences_as_written,
+    strip_citations,
+)
 from ..llm import LLMClient, describe_error
 
 # The space a removed "[7]" leaves before punctuation; not the one before a dotted name (`-a .codehilite`).
@@ -433,13 +439,19 @@ class WriterAgent:
                 if (scored.question_score[neighbour] >= self.answers_from
                         or self.language.goes_on_from_before(later)):
                     windows.append((index, (neighbour,)))
-        # The question's lead sentence with one or two sentences on either side, whatever they score alone.
+        # The question's lead sentence with one or two sentences on either side, whatever they score alone, so long as
+        # each names what its section is about (a word of its title or section path): a window's score rises with
+        # almost any sentence, and filler ("Tarn is written in Python and runs on every platform.") names nothing of
+        # "Resource use".
         lead = scored.question_lead
         if lead is not None and lead in chosen:
             source, position = candidates[lead].source_number, candidates[lead].position
+            about = set(content_words(candidates[lead].context, self.language.stopwords))
             for steps in ((-1,), (-2, -1), (1,), (1, 2)):
                 around = tuple(i for step in steps if (i := at.get((source, position + step))) is not None)
-                if len(around) == len(steps) and not all(i in chosen for i in around) and (lead, around) not in windows:
+                if (len(around) == len(steps) and not all(i in chosen for i in around) and (lead, around) not in windows
+                        and all(about & set(content_words(candidates[i].sentence, self.language.stopwords))
+                                for i in around)):
                     windows.append((lead, around))
         if not windows:
             return chosen
