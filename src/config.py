@@ -286,8 +286,9 @@ class Settings(BaseSettings):
         True, description="The offline bridge hop runs only when s1's best document leaves a word of the question "
         "unexplained (else its share of the budget goes to s1), an uncovered hop hands the writer nothing, and its "
         "best passage goes after s1's next unless s1's search ranked it too, it stands out in its own search, or it "
-        "scores as well and is not from s1's best document while s1's second is still to come. Off: every bridge "
-        "hop runs and keeps its share and its turn.")
+        "scores as well and is not from s1's best document while s1's second is still to come; a hop's passage under "
+        "COVERAGE_MIN_SCORE goes after the question's found ones. Off: every bridge hop runs and keeps its share and "
+        "its turn.")
     bridge_deeper_hops: bool = Field(
         True, description="Offline bridge chains grow past two hops: after each hop, another `{sN}` hop while a word "
         "of the question is on no kept page and the last hop explained a new one (up to SUBQUERY_MAX and "
