@@ -38,8 +38,9 @@ bridge hop (`bridge_parent`), three rules, and a fourth for every hop; all off w
 4. **A hop's passage its search did not find goes after the question's found ones** (`unfound_hop_passages`).
    A passage under COVERAGE_MIN_SCORE is one its search did not find (rule 2 holds back a bridge hop whose *best*
    is under it); a covered hop's lower-ranked passages can be, and in turn order they took slots from passages the
-   question's own search found ("My group prints its help page ...": the hop's second passage, at 0.126, in place of
-   the question's third, at 0.649, which held the answer). So every passage of a hop (the generic bridge hop and the
+   question's own search found ("Tab completion works for my command's arguments ... but not when the command asks
+   for a path with click.prompt": the hop's second passage, at 0.006, in place of the question's third, at 0.956,
+   which held the answer). So every passage of a hop (the generic bridge hop and the
    deeper ones) scoring under COVERAGE_MIN_SCORE bids after the last passage the question's search found. A
    comparison's sides keep their turns: a side needs its own document, whatever its scores.
 
