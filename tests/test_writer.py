@@ -334,6 +334,33 @@ def test_a_hops_sentence_that_links_the_chain_is_quoted_beside_the_answering_sen
                       "Lena Marwick: She served as Harbour Commissioner. [2]")
 
 
+def test_each_side_of_a_comparison_beyond_the_first_brings_one_more_answering_sentence(reranker) -> None:
+    # Every side's sentence takes one of the answer's places; with two sides and the bound of two, nothing would be
+    # left for what else answers. Each side beyond the first adds a place; one search over the same pages does not.
+    question = "How does tarn differ from quill?"
+    pages = {"Tarn": [("Tarn formats code in place.", 0.9), ("Tarn rewrites files only when they change.", 0.5)],
+             "Quill": [("Quill lints code.", 0.8), ("Quill never rewrites a file.", 0.4)],
+             "Reed": [("Reed checks types.", 0.7), ("Reed reads stub files.", 0.3)]}
+    writer = WriterAgent(reranker, max_sentences=2, answers_from=0.1)
+
+    def comparison(*sides: str) -> ExecutedPlan:
+        subqueries = [SubQuery(id=f"s{n}", text=f"{side} differ", role="side") for n, side in enumerate(sides, 1)]
+        return ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[[sq.id for sq in subqueries] + ["s0"]],
+                            subqueries=[*subqueries, SubQuery(id="s0", text=question, role="question")])
+
+    def chosen(plan: ExecutedPlan, best_for: dict[str, tuple[str, int]]) -> list[str]:
+        scored = scored_sentences(pages, best_for)
+        return [scored.candidates[i].sentence for i in writer._chosen(plan, scored)]
+
+    two = {"s1": ("Tarn", 0), "s2": ("Quill", 0)}
+    assert chosen(one_search_plan(question), two) == ["Tarn formats code in place.", "Quill lints code."]
+    assert chosen(comparison("tarn", "quill"), two) == [
+        "Tarn formats code in place.", "Quill lints code.", "Reed checks types."]  # the next that answers best
+    assert chosen(comparison("tarn", "quill", "reed"), {**two, "s3": ("Reed", 0)}) == [
+        "Tarn formats code in place.", "Quill lints code.", "Reed checks types.",
+        "Tarn rewrites files only when they change."]
+
+
 def test_a_hops_answer_is_the_sentence_that_answers_as_read_after_its_parents(reranker) -> None:
     # The hop's page answers the question only through the chain: scored alone, its office sentence is about someone
     # the question never names (0.003), and a sentence repeating the question's words wins the hop's own choice. Read

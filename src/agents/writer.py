@@ -372,8 +372,12 @@ class WriterAgent:
                 chosen.append(best_for[sq.id][1])
         # A hop's or side's sentence that does not answer the question by itself links the chain ("The film starred
         # Lena Marwick." before "Marwick served as Harbour Commissioner."): it is quoted beside the sentences that
-        # answer, not instead of one of them. `max_sentences` bounds the answering sentences, the lead's among them.
-        room = self.max_sentences + sum(question_score[i] < self.answers_from for i in chosen[1:])
+        # answer, not instead of one of them. `max_sentences` bounds the answering sentences, the lead's among them,
+        # and each side of a comparison beyond the first adds one: every side's sentence takes a place, and with two
+        # sides and the lead the bound would leave one place for what compares them.
+        sides = sum(sq.role == "side" for sq in plan.subqueries)
+        room = (self.max_sentences + max(0, sides - 1)
+                + sum(question_score[i] < self.answers_from for i in chosen[1:]))
         # The question's own best document speaks too, with its best sentence, within that bound: the cross-encoder
         # ranked that passage first for the question, and a sentence of another passage can outscore each of its
         # sentences read alone ("`Field` is the base class for all fields and should not be used directly within
