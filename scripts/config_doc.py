@@ -42,8 +42,9 @@ MEANINGS = {
                             "`hints.sections`.",
     "must_include_boost": "Search-score boost of candidates holding the plan's `hints.must_include` terms.",
     "high_confidence_score": "Every subquery's best document scores at least this for confidence `high`.",
-    "writer_max_sentences": "Most sentences that answer the question; offline, a hop's or side's own sentence "
-                            "that links the chain without answering is quoted beside them.",
+    "writer_max_sentences": "Most sentences that answer the question; offline, one more for each side of a "
+                            "comparison beyond the first, and a hop's or side's own sentence that links the chain "
+                            "without answering is quoted beside them.",
     "verify_min_overlap": "Offline verifier: content-word containment that makes a sentence supported.",
     "verify_min_score": "Offline verifier: cross-encoder probability that makes a sentence supported.",
     "max_question_chars": "Longer questions are refused (`InvalidQuestionError`, 422 from the server).",
