@@ -192,29 +192,33 @@ def _last_found_by_question(policy: RetrievalPolicy, plan: ExecutedPlan, offered
                 if o.subquery_id in question and o.score >= policy.coverage_min_score), default=None)
 
 
+def _unfound_moved(policy: RetrievalPolicy, run: QueryRun, order: list[Offer]) -> tuple[list[Offer], list[Offer]]:
+    """Rule 4 over an order of offers: the order with the hops' unfound passages moved right after the question's
+    last found one, and those passages (see `unfound_hop_passages`)."""
+    plan = run.plan
+    last = (_last_found_by_question(policy, plan, order)
+            if policy.bridge_when_needed and run.reranked() else None)
+    if last is None:
+        return order, []
+    hops = {sq.id for sq in plan.subqueries if sq.role in ("bridge", "hop")}
+    unfound = [o for o in order[:last] if o.subquery_id in hops and o.score < policy.coverage_min_score]
+    if not unfound:
+        return order, []
+    moved = {id(offer) for offer in unfound}
+    return [o for o in order[:last + 1] if id(o) not in moved] + unfound + order[last + 1:], unfound
+
+
 def unfound_hop_passages(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
     """Rule 4 over an order of offers: the hops' passages (roles `bridge` and `hop`) scoring under
     COVERAGE_MIN_SCORE that bid before the last passage the question's search found (at or above it). None
     without the cross-encoder's probabilities (the scores are then the search's order)."""
-    plan = run.plan
-    last = (_last_found_by_question(policy, plan, offered)
-            if policy.bridge_when_needed and run.reranked() else None)
-    if last is None:
-        return []
-    hops = {sq.id for sq in plan.subqueries if sq.role in ("bridge", "hop")}
-    return [o for o in offered[:last] if o.subquery_id in hops and o.score < policy.coverage_min_score]
+    return _unfound_moved(policy, run, offered)[1]
 
 
 def evidence_order(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
     """The run's turn order with rules 3 and 4 applied: a deferred bridge hop's best passage right after its
     parent's next; then the hops' passages their searches did not find right after the question's last found one."""
-    order = deferred_order(policy, run, offered)
-    unfound = unfound_hop_passages(policy, run, order)
-    if not unfound:
-        return order
-    moved = {id(offer) for offer in unfound}
-    after = (_last_found_by_question(policy, run.plan, order) or 0) + 1
-    return [o for o in order[:after] if id(o) not in moved] + unfound + order[after:]
+    return _unfound_moved(policy, run, deferred_order(policy, run, offered))[0]
 
 
 def deferral_note(deferral: BridgeDeferral) -> str:
@@ -230,12 +234,11 @@ def deferral_note(deferral: BridgeDeferral) -> str:
 def unfound_notes(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[str]:
     """Rule 4's notes: each hop passage under COVERAGE_MIN_SCORE that it moved out of the context budget."""
     deferred = deferred_order(policy, run, offered)
-    unfound = unfound_hop_passages(policy, run, deferred)
+    order, unfound = _unfound_moved(policy, run, deferred)
     if not unfound:
         return []
     before = {source.node_id for source in sources_within(deferred, budget=policy.context_budget)}
-    kept = {source.node_id for source in sources_within(evidence_order(policy, run, offered),
-                                                        budget=policy.context_budget)}
+    kept = {source.node_id for source in sources_within(order, budget=policy.context_budget)}
     question = next(sq.id for sq in run.plan.subqueries if sq.role == "question")
     return [f"{o.subquery_id}'s passage ranked {o.rank + 1} went after {question}'s found passages: it scored "
             f"{o.score:.3f}, under COVERAGE_MIN_SCORE {policy.coverage_min_score}"
