@@ -676,7 +676,8 @@ calls are slower; compare latencies within a set). `…-excerpts-…`: the model
 (`DAGRAG_LLM_EVIDENCE_SENTENCES=2`) instead of whole passages, on the same server as the row without it;
 `…-llm-planner-…`: the model planning as well; `…-chain-example-…`: the writer prompt with its second worked example,
 an answer found through two sources (ARCHITECTURE.md, "Prompts are written for a 1.5B model"); `hotpot40-seed2-…`:
-40 other HotpotQA questions (seed 2), held out while that example was chosen, without and with it:
+40 other HotpotQA questions (seed 2), held out while that example was chosen, without and with it; `…-at-<commit>`:
+the latest measurement, today's defaults at that commit (prompt cache on, `--threads 2`):
 
 {table(["set", "system", *LLM_PLANNER_COLUMNS, "commit"], run_rows)}
 
