@@ -285,7 +285,8 @@ class Settings(BaseSettings):
     bridge_when_needed: bool = Field(
         True, description="The offline bridge hop runs only when s1's best document leaves a word of the question "
         "unexplained (else its share of the budget goes to s1), an uncovered hop hands the writer nothing, and its "
-        "best passage goes after s1's next unless s1's search ranked it too, it stands out in its own search, or it "
+        "best passage goes after s1's next unless s1's search ranked it too, it stands out in its own search (and s1's "
+        "next, outscoring it, does not stand out in s1's), or it "
         "scores as well and is not from s1's best document while s1's second is still to come; a hop's passage under "
         "COVERAGE_MIN_SCORE goes after the question's found ones. Off: every bridge hop runs and keeps its share and "
         "its turn.")

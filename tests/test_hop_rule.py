@@ -174,6 +174,22 @@ def test_a_hop_passage_keeps_its_turn_when_s1s_search_ranked_it_too_or_it_scores
     assert kept(stands_out, 2) == ["a", "h1"]
 
 
+def test_when_s1s_next_stands_out_in_its_search_too_the_scores_decide():
+    # b (0.95) stands as far above s1's following passage (0.3) as h1 (0.9) above the hop's runner-up: a gap backs
+    # neither, and s1's next outscores the hop's best
+    run = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.9, "Hop"),
+                      passage("h2", "Hop runner-up.", 0.3, "Hop"))
+    run.ranked["s1"][2:] = [passage("c", "More on installers.", 0.3, "Installer")]
+    assert kept(run, 2) == ["a", "b"]
+    assert hop_notes(POLICY, run) == ["s2's best passage went after s1's next: s1's search did not rank it, and it "
+                                      "scored 0.900 for its search against 0.950 for the question"]
+    outscores = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.97, "Hop"),
+                            passage("h2", "Hop runner-up.", 0.3, "Hop"))
+    outscores.ranked["s1"][2:] = [passage("c", "More on installers.", 0.3, "Installer")]
+    assert kept(outscores, 2) == ["a", "h1"]
+    # and when only the hop's best stands out, it keeps its turn whatever s1's next scores (above)
+
+
 def test_a_hop_passage_from_s1s_best_document_goes_after_s1s_second_whatever_it_scores():
     # h1 outscores s1's second (b, 0.95) but is another section of s1's best page: the hop did not leave it
     run = covered_hop(uv_run(explained=False), passage("h1", "Another installer section.", 0.99, "Installer"),
@@ -210,8 +226,9 @@ def test_without_the_cross_encoders_probabilities_the_turn_order_stands():
 def test_at_budget_two_the_hop_takes_the_single_paths_second_slot_only_when_backed(s1_scores, hop_scores, shared,
                                                                                    same_page):
     """The property of rule 3: s1's best is always kept; the second slot is the bridge hop's best passage only
-    when s1's search ranked it too, it stands out in its own search, or it scores within SCORE_TIE of s1's second
-    (the single path's) and is not from s1's best document, and it was found (rule 4); else it is s1's second."""
+    when s1's search ranked it too, it stands out in its own search (and s1's second does not stand out in s1's, or
+    scores no higher), or it scores within SCORE_TIE of s1's second (the single path's) and is not from s1's best
+    document, and it was found (rule 4); else it is s1's second."""
     s1_scores = sorted(s1_scores, reverse=True)
     run = run_of(bridge_plan(UV), UV)
     run.ranked["s1"] = [passage(f"q{i}", f"Question passage {i}.", score, "Question page")
@@ -227,8 +244,12 @@ def test_at_budget_two_the_hop_takes_the_single_paths_second_slot_only_when_back
         assert chosen == ["q0", hop[0].node.node_id]
     else:
         runner_up = hop_scores[1] if len(hop_scores) > 1 else 0.0
-        backed = ((shared and len(s1_scores) > 2) or hop_scores[0] - runner_up >= STANDS_OUT
-                  or (hop_scores[0] >= s1_scores[1] - SCORE_TIE and not same_page))
+        after_next = s1_scores[2] if len(s1_scores) > 2 else 0.0
+        outscored = hop_scores[0] < s1_scores[1] - SCORE_TIE
+        # standing out backs the hop unless s1's next stands out in its search too: then the scores decide
+        stands_out = hop_scores[0] - runner_up >= STANDS_OUT and not (
+            s1_scores[1] - after_next >= STANDS_OUT and outscored)
+        backed = ((shared and len(s1_scores) > 2) or stands_out or (not outscored and not same_page))
         # rule 4: a hop passage its search did not find bids after the question's found ones
         unfound = hop_scores[0] < POLICY.coverage_min_score and max(s1_scores[1:]) >= POLICY.coverage_min_score
         assert chosen[1] == (hop[0].node.node_id if backed and not unfound else "q1")

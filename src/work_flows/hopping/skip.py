@@ -26,7 +26,8 @@ bridge hop (`bridge_parent`), three rules, and a fourth for every hop; all off w
 3. **The hop's best passage goes after s1's next one unless the cross-encoder or s1's own search backs it**
    (`evidence_order`). In turn order the hop's best passage takes the slot of s1's next, the single path's; it
    keeps that place when s1's search also ranked it (two searches found it), when it stands out in its own search
-   (STANDS_OUT above the hop's runner-up), or when the cross-encoder scores it, for the hop's search, at least as
+   (STANDS_OUT above the hop's runner-up) while s1's next does not stand out as far in s1's (when both do, a gap
+   backs neither and the scores decide), or when the cross-encoder scores it, for the hop's search, at least as
    high as s1's next passage for the question (within SCORE_TIE: probabilities that close are a tie, and a tie keeps
    the plan's order). That last backing does not hold for another passage of the document s1's best passage is
    from while s1's next is s1's own second: a hop that stayed on its parent's page did not hop, it ranked that
@@ -77,7 +78,8 @@ from ..run import QueryRun
 SCORE_TIE = 0.01
 # A hop's best passage this far above the hop's own runner-up stands out: its search found what it was looking for,
 # whatever its probability against the question's passages says (rule 3). Probabilities for a keyword search are low
-# against a question's; the gap within one search reads the same for every search.
+# against a question's; the gap within one search reads the same for every search, so it reads the same for the
+# question's next passage: when that stands out in the question's search too, the gap backs neither passage.
 STANDS_OUT = 0.5
 
 
@@ -138,12 +140,19 @@ class BridgeDeferral:
     same_document: str | None = None  # the parent's best document, when the hop's passage is from it (the reason)
 
 
+def _stands_out(offered: list[Offer], offer: Offer) -> bool:
+    """Whether `offer` scores STANDS_OUT above the passage its search ranked right after it (0 when none)."""
+    after = next((o.score for o in offered if o.subquery_id == offer.subquery_id and o.rank == offer.rank + 1), 0.0)
+    return offer.score - after >= STANDS_OUT
+
+
 def bridge_deferrals(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[BridgeDeferral]:
     """Rule 3 over the run's turn order (`evidence.offers`): each generic bridge hop whose best passage its parent's
     search did not rank, that does not stand out in its own search (STANDS_OUT), and that scores more than
     SCORE_TIE under the parent's next passage offered after it, or is from the parent's best document while that
-    next passage is the parent's own second. None without the cross-encoder's probabilities: the scores are then
-    the search's order, and the turn order stands."""
+    next passage is the parent's own second; and each whose best stands out while the parent's next stands out in
+    the parent's search too, when it scores more than SCORE_TIE under that passage. None without the
+    cross-encoder's probabilities: the scores are then the search's order, and the turn order stands."""
     if not policy.bridge_when_needed or not run.reranked():
         return []
     plan = run.plan
@@ -161,12 +170,15 @@ def bridge_deferrals(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer
         hop = offered[hop_at]
         if first[hop.key] < hop_at or any(o.subquery_id == parent and o.key == hop.key for o in offered):
             continue  # offered before, or its parent's search ranked it too
-        runner_up = next((o.score for o in offered if o.subquery_id == sq.id and o.rank == 1), 0.0)
-        if hop.score - runner_up >= STANDS_OUT:
-            continue  # the hop's search is sure of it
         parent_next = next((o for i, o in enumerate(offered)
                             if i > hop_at and o.subquery_id == parent and first[o.key] == i), None)
         if parent_next is None:
+            continue
+        if _stands_out(offered, hop):
+            # the hop's search is sure of it; unless the question's search is as sure of its next: then a gap backs
+            # neither, and the scores decide
+            if _stands_out(offered, parent_next) and hop.score < parent_next.score - SCORE_TIE:
+                deferrals.append(BridgeDeferral(hop, parent_next))
             continue
         if hop.score < parent_next.score - SCORE_TIE:
             deferrals.append(BridgeDeferral(hop, parent_next))
