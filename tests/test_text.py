@@ -39,6 +39,12 @@ from .conftest import sample_records
     ("The score is by A.R. Rahman. It won an award.", ["The score is by A.R. Rahman.", "It won an award."]),
     ("The feast of St. Anthony is in June. Dr. Nisar Wani cloned a camel.",
      ["The feast of St. Anthony is in June.", "Dr. Nisar Wani cloned a camel."]),
+    # Nor inside a parenthesis, or before one after which the sentence goes on.
+    ("Hanna Varis (b. 1959 in Kuusankoski) is a Finnish painter. She lives in Helsinki.",
+     ["Hanna Varis (b. 1959 in Kuusankoski) is a Finnish painter.", "She lives in Helsinki."]),
+    ("Rear Adm. J. Edward Snyder, USN (Ret.) (October 23, 1924 – November 4, 2007) was the captain. He retired.",
+     ["Rear Adm. J. Edward Snyder, USN (Ret.) (October 23, 1924 – November 4, 2007) was the captain.",
+      "He retired."]),
 ])
 def test_abbreviations_and_initials_do_not_end_a_sentence(text, sentences):
     assert split_sentences(text) == sentences
@@ -61,6 +67,13 @@ def test_a_known_abbreviation_still_ends_a_sentence_when_the_next_one_starts():
 ])
 def test_a_citation_stays_with_the_sentence_it_closes(text, sentences):
     assert split_sentences(text) == sentences
+
+
+def test_a_parenthesis_that_is_a_sentence_or_never_closes_still_ends_one():
+    assert split_sentences("It was founded in 1901 (see below). (The hall was rebuilt.) It is big.") == [
+        "It was founded in 1901 (see below).", "(The hall was rebuilt.)", "It is big."]
+    assert split_sentences("A stray ( bracket. The next sentence. And more.") == [
+        "A stray ( bracket.", "The next sentence.", "And more."]
 
 
 def test_ordinary_prose_splits_at_every_sentence_end():

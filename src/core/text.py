@@ -115,6 +115,35 @@ def load_sentence_model() -> _SentenceModel:
         return _sentence_model
 
 
+# How far a parenthesis may run on: one that stays open longer is an unbalanced bracket, not an aside.
+_PARENTHESIS_SPAN = 160
+
+
+def _closing_parenthesis(text: str, at: int, depth: int) -> int | None:
+    """Where the parenthesis open `depth` deep at `at` closes, within _PARENTHESIS_SPAN; None if it does not."""
+    for i in range(at, min(len(text), at + _PARENTHESIS_SPAN)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return None
+
+
+def _within_parenthesis(text: str, sentence_start: int, start: int) -> bool:
+    """Whether a sentence boundary Punkt found at `start` is inside an aside: in a parenthesis opened since the
+    sentence began at `sentence_start` that closes soon after ("The company (est. 1901) makes cars"), or opening one
+    after which its sentence goes on in lower case ("Rear Adm. J. Edward Snyder, USN (Ret.) (October 23, 1924 – 2007)
+    was ..."). A parenthesis that is a sentence of its own ("(It was rebuilt.) It ...") still opens one."""
+    before = text[sentence_start:start]
+    depth = before.count("(") - before.count(")")
+    if depth > 0:
+        return _closing_parenthesis(text, start, depth) is not None
+    if text[start] != "(":
+        return False
+    close = _closing_parenthesis(text, start, 0)
+    after = text[close + 1:].lstrip() if close is not None else ""
+    return bool(after) and after[0].islower()
+
+
 def split_sentences(text: str) -> list[str]:
     """Split prose into sentences, keeping citations like `[1]` with the sentence they close.
 
@@ -143,9 +172,11 @@ def split_sentences(text: str) -> list[str]:
             start = citation.end()
             while start < len(text) and text[start] == " ":
                 start += 1
-        # A sentence starts after a space, with a word that is not lower case ("etc.), and", "Love? ", and").
+        # A sentence starts after a space, with a word that is not lower case ("etc.), and", "Love? ", and"), and
+        # not within a parenthesis ("(est. 1901)", "(Ret.) (October 23, 1924 – 2007) was").
         opening = _SENTENCE_OPENING.match(text, start)
-        if start > starts[-1] and text[start - 1] == " " and opening and not opening.group(1).islower():
+        if (start > starts[-1] and text[start - 1] == " " and opening and not opening.group(1).islower()
+                and not _within_parenthesis(text, starts[-1], start)):
             starts.append(start)
             # A numbered item's marker ("2." opening its line) read as the end of the sentence before it opens
             # its own: "… `sudo installer` 2. Run the script" → "… `sudo installer`" and "2. Run the script".
