@@ -131,7 +131,7 @@ def _closing_parenthesis(text: str, at: int, depth: int) -> int | None:
 def _within_parenthesis(text: str, sentence_start: int, start: int) -> bool:
     """Whether a sentence boundary Punkt found at `start` is inside an aside: in a parenthesis opened since the
     sentence began at `sentence_start` that closes soon after ("The company (est. 1901) makes cars"), or opening one
-    after which its sentence goes on in lower case ("Rear Adm. J. Edward Snyder, USN (Ret.) (October 23, 1924 – 2007)
+    after which its sentence goes on in lower case ("Rear Adm. Tobias Renwick, USN (Ret.) (March 2, 1931 – 2004)
     was ..."). A parenthesis that is a sentence of its own ("(It was rebuilt.) It ...") still opens one."""
     before = text[sentence_start:start]
     depth = before.count("(") - before.count(")")
