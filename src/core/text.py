@@ -117,12 +117,13 @@ def load_sentence_model() -> _SentenceModel:
 
 # How far a parenthesis may run on: one that stays open longer is an unbalanced bracket, not an aside.
 _PARENTHESIS_SPAN = 160
+_PARENTHESIS_DEPTH = {"(": 1, ")": -1}
 
 
 def _closing_parenthesis(text: str, at: int, depth: int) -> int | None:
     """Where the parenthesis open `depth` deep at `at` closes, within _PARENTHESIS_SPAN; None if it does not."""
     for i in range(at, min(len(text), at + _PARENTHESIS_SPAN)):
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        depth += _PARENTHESIS_DEPTH.get(text[i], 0)
         if depth == 0:
             return i
     return None
