@@ -389,6 +389,39 @@ def test_a_hops_answer_is_the_sentence_that_answers_as_read_after_its_parents(re
     assert office not in single
 
 
+def test_a_hops_page_also_quotes_what_the_question_asks_of_it_beyond_its_parents_page(reranker) -> None:
+    # Read after the player's sentence, the team page's sentence that repeats how the question describes the team
+    # wins, and the year the question asks for scores 0.006 against the question. The words the player's page leaves
+    # unexplained (founding, franchises, league, established, ...) are what the question asks of the team's page:
+    # its sentence that answers them is quoted too.
+    question = ("Ada Brill spent nine seasons with an American professional baseball team that is based in Tarrow, "
+                "Vellmark, and was one of the Coastal League's six founding franchises when the league was "
+                "established in what year?")
+    player = ("Ada Brill (born 1950) is a retired pitcher who spent nine seasons with the Tarrow Hawks (1973-1981). "
+              "She was one of the first players to sign as a free agent. An injury ended her career in 1982.")
+    described = "The Tarrow Hawks are an American professional baseball team based in Tarrow, Vellmark."
+    founded = ("As one of the league's six founding franchises when it was established in 1931, the club spent its "
+               "first year in Dunmore before moving to Tarrow.")
+    team = f"{described} The Hawks play in the Coastal League's East division. {founded} Their stadium opened in 1992."
+    plan = ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
+        SubQuery(id="s1", text=question, role="question"),
+        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+    sources = [source(1, "Ada Brill", player),
+               source(2, "Tarrow Hawks", team).model_copy(update={"subquery_id": "s2", "subquery_ids": ["s2"]})]
+    writer = WriterAgent(reranker)
+    scored = asyncio.run(writer._score(question, plan, sources))
+    at = {c.sentence: i for i, c in enumerate(scored.candidates)}
+    assert scored.question_score[at[founded]] < 0.1 and scored.after_parent == {"s2": at[described]}  # the case
+    assert scored.asked_of_hop == {"s2": at[founded]}
+    answer = asyncio.run(writer.awrite(question, plan, sources, RunLedger())).text
+    assert f"{described} [2]" in answer and f"{founded} [2]" in answer
+    # One search over the same pages has no hop: the year is not quoted.
+    assert founded not in asyncio.run(writer.awrite(question, one_search_plan(question), sources, RunLedger())).text
+    # Nor when the hop found the parent's own page: nothing is left unexplained by another page.
+    same_page = [sources[0].model_copy(update={"subquery_ids": ["s1", "s2"]})]
+    assert asyncio.run(writer._score(question, plan, same_page)).asked_of_hop == {}
+
+
 def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_document(reranker) -> None:
     # The question's search ranked the release-cadence passage first, but its answering sentence alone scores under
     # the bar, while a sentence of the runner-up that only shares the words "new release" clears it. With room

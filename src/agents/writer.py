@@ -30,6 +30,7 @@ from ..core.text import (
     introduces_what_follows,
     split_sentences_as_written,
     strip_citations,
+    unexplained_words,
 )
 from ..llm import LLMClient, describe_error
 
@@ -181,6 +182,20 @@ class _ScoredSentences:
     # For each hop (a subquery searched from what its parent found): the sentence of its best document that answers
     # the question best when read after its parent's sentence (`WriterAgent._read_after_parents`).
     after_parent: dict[str, int] = field(default_factory=dict)
+    # For each hop: the sentence of its best document that answers best the words of the question its parent's
+    # document does not contain (`WriterAgent._read_after_parents`): what the question asks of the hop's page.
+    asked_of_hop: dict[str, int] = field(default_factory=dict)
+
+
+def _best_per_hop(pairs: list[tuple[str, int]], scores: list[float], *, at_least: float = float("-inf")
+                  ) -> dict[str, int]:
+    """For each hop id in `pairs` ((hop id, candidate index), scored by `scores`), the candidate that scores
+    highest, if it scores `at_least`."""
+    best: dict[str, tuple[float, int]] = {}
+    for (sq_id, index), score in zip(pairs, scores, strict=True):
+        if score > best.get(sq_id, (-1.0, -1))[0]:
+            best[sq_id] = (score, index)
+    return {sq_id: index for sq_id, (score, index) in best.items() if score >= at_least}
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
@@ -320,43 +335,59 @@ class WriterAgent:
                            if sq.text == question and sq.id in best_source), default=None)
         own = [i for i, c in enumerate(candidates) if c.source_number == lead_source]
         question_lead = max(own, key=lambda i: question_score[i]) if own else None
-        after_parent = await self._read_after_parents(question, plan, candidates, best_source,
-                                                      {sq_id: index for sq_id, (_, index) in best_for.items()},
-                                                      question_lead)
-        return _ScoredSentences(candidates, question_score, best_for, question_lead, after_parent)
+        after_parent, asked_of_hop = await self._read_after_parents(
+            question, plan, sources, candidates, best_source,
+            {sq_id: index for sq_id, (_, index) in best_for.items()}, question_lead)
+        return _ScoredSentences(candidates, question_score, best_for, question_lead, after_parent, asked_of_hop)
 
-    async def _read_after_parents(self, question: str, plan: ExecutedPlan, candidates: list[_Candidate],
-                                  best_source: dict[str, int], speaks_for: dict[str, int],
-                                  question_lead: int | None) -> dict[str, int]:
-        """For each hop, the sentence of its best document that answers the question best as read after the sentence
-        its parent speaks with (the parent's `best_for`, or the question's lead for the question's own search).
+    async def _read_after_parents(self, question: str, plan: ExecutedPlan, sources: list[Source],
+                                  candidates: list[_Candidate], best_source: dict[str, int],
+                                  speaks_for: dict[str, int],
+                                  question_lead: int | None) -> tuple[dict[str, int], dict[str, int]]:
+        """For each hop, two sentences of its best document (one batch of the cross-encoder for both):
+        - the one that answers the question best as read after the sentence its parent speaks with (the parent's
+          `best_for`, or the question's lead for the question's own search);
+        - the one that answers best the question's words its parent's document does not contain (when one scores
+          `answers_from`).
 
         A hop's page answers the question only through the chain: "From 1969 to 1974 she was Harbour Commissioner of
         Vellmark." scores 0.003 against "What government position was held by the actress who played Nora Quill in
         Salt and Ember?", which names the film, not her, while "She played Nora Quill again in a radio version" scores
         0.98; read after "The part of Nora Quill went to Lena Marwick", the office answers. The cross-encoder scores
-        those pairs (one batch); scored alone, each of the hop's sentences is about someone the question never names."""
+        those pairs; scored alone, each of the hop's sentences is about someone the question never names.
+        Read after the parent, the hop's sentence that repeats how the question describes the hop's subject can win
+        ("Ada Brill spent nine seasons with an American professional baseball team that is based in Tarrow, ..., and
+        was one of the Coastal League's six founding franchises when the league was established in what year?": "The
+        Tarrow Hawks are an American professional baseball team based in Tarrow, Vellmark." over "As one of the
+        league's six founding franchises when it was established in 1931, ..."); the words the parent's document
+        leaves unexplained ("professional team founding franchises league established year") are what the question
+        asks of the hop's page, so its sentence that answers them is quoted too."""
         by_id = {sq.id: sq for sq in plan.subqueries}
         pairs: list[tuple[str, int, int]] = []  # (hop id, candidate index, the parent's sentence it is read after)
+        asked: list[tuple[str, int, str]] = []  # (hop id, candidate index, the words its parent's page leaves)
         for sq in plan.subqueries:
             parent = by_id.get(sq.parents[0]) if sq.role in ("bridge", "hop") and sq.parents else None
             if parent is None or sq.id not in best_source:
                 continue
+            own = [index for index, candidate in enumerate(candidates)
+                   if candidate.source_number == best_source[sq.id]]
             link = speaks_for.get(parent.id, question_lead if parent.role == "question" else None)
-            if link is None or candidates[link].source_number == best_source[sq.id]:
-                continue
-            for index, candidate in enumerate(candidates):
-                if candidate.source_number == best_source[sq.id]:
-                    pairs.append((sq.id, index, link))
-        if not pairs:
-            return {}
-        scores = await self.reranker.ascore([
-            (question, f"{candidates[link].in_context} {candidates[index].in_context}") for _, index, link in pairs])
-        best: dict[str, tuple[float, int]] = {}
-        for (sq_id, index, _), score in zip(pairs, scores):
-            if score > best.get(sq_id, (-1.0, -1))[0]:
-                best[sq_id] = (score, index)
-        return {sq_id: index for sq_id, (_, index) in best.items()}
+            if link is not None and candidates[link].source_number != best_source[sq.id]:
+                pairs.extend((sq.id, index, link) for index in own)
+            parent_source = best_source.get(parent.id)
+            if parent_source is not None and parent_source != best_source[sq.id]:
+                left = unexplained_words(question, [sources[parent_source - 1].text],
+                                         stopwords=self.language.stopwords)
+                if left:
+                    asked.extend((sq.id, index, " ".join(left)) for index in own)
+        if not pairs and not asked:
+            return {}, {}
+        scores = await self.reranker.ascore(
+            [(question, f"{candidates[link].in_context} {candidates[index].in_context}") for _, index, link in pairs]
+            + [(words, candidates[index].in_context) for _, index, words in asked])
+        return (_best_per_hop([(sq_id, index) for sq_id, index, _ in pairs], scores[: len(pairs)]),
+                _best_per_hop([(sq_id, index) for sq_id, index, _ in asked], scores[len(pairs):],
+                              at_least=self.answers_from))
 
     def _chosen(self, plan: ExecutedPlan, scored: _ScoredSentences) -> list[int]:
         """The candidates the extractive answer quotes (indices), by how well each answers the question."""
@@ -406,8 +437,10 @@ class WriterAgent:
                     chosen.append(index)
         # Each hop's sentence as read after its parent's: the chain's answer, quoted beside the sentences above and
         # beyond `max_sentences`, as a link is (a bridge question's answer states the bridge and the asked fact).
+        # And what the question asks of each hop's page, where that is another of its sentences.
         chosen = chosen[:room]
-        return chosen + [index for index in dict.fromkeys(scored.after_parent.values()) if index not in chosen]
+        linked = [*scored.after_parent.values(), *scored.asked_of_hop.values()]
+        return chosen + [index for index in dict.fromkeys(linked) if index not in chosen]
 
     async def _with_neighbours(self, question: str, scored: _ScoredSentences, chosen: list[int]) -> list[int]:
         """`chosen` and, beside each, the sentence before or after it in its passage where that one answers too (by
