@@ -182,7 +182,7 @@ class _ScoredSentences:
     # For each hop (a subquery searched from what its parent found): the sentence of its best document that answers
     # the question best when read after its parent's sentence (`WriterAgent._read_after_parents`).
     after_parent: dict[str, int] = field(default_factory=dict)
-    # For each hop: the sentence of its best document that answers best the words of the question its parent's
+    # For each bridge hop: the sentence of its best document that answers best the words of the question its parent's
     # document does not contain (`WriterAgent._read_after_parents`): what the question asks of the hop's page.
     asked_of_hop: dict[str, int] = field(default_factory=dict)
 
@@ -347,8 +347,9 @@ class WriterAgent:
         """For each hop, two sentences of its best document (one batch of the cross-encoder for both):
         - the one that answers the question best as read after the sentence its parent speaks with (the parent's
           `best_for`, or the question's lead for the question's own search);
-        - the one that answers best the question's words its parent's document does not contain (when one scores
-          `answers_from`).
+        - for a bridge hop (the first hop, from the question's own search), the one that answers best the question's
+          words its parent's document does not contain (when one scores `answers_from`); a deeper hop's page is
+          more often off the question (a chain of leftover words), and a sentence of it would be noise.
 
         A hop's page answers the question only through the chain: "From 1969 to 1974 she was Harbour Commissioner of
         Vellmark." scores 0.003 against "What government position was held by the actress who played Nora Quill in
@@ -375,7 +376,7 @@ class WriterAgent:
             if link is not None and candidates[link].source_number != best_source[sq.id]:
                 pairs.extend((sq.id, index, link) for index in own)
             parent_source = best_source.get(parent.id)
-            if parent_source is not None and parent_source != best_source[sq.id]:
+            if sq.role == "bridge" and parent_source is not None and parent_source != best_source[sq.id]:
                 left = unexplained_words(question, [sources[parent_source - 1].text],
                                          stopwords=self.language.stopwords)
                 # Only a sentence that says one of those words is read for them: the others cost a pair each in
