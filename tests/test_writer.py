@@ -27,6 +27,18 @@ def one_search_plan(question: str) -> ExecutedPlan:
                         layers=[["s1"]])
 
 
+def bridge_plan(question: str) -> ExecutedPlan:
+    """The question's own search (s1) and a bridge hop from its best page (s2)."""
+    return ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
+        SubQuery(id="s1", text=question, role="question"),
+        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+
+
+def hop_source(number: int, title: str, text: str) -> Source:
+    """A source the bridge hop (s2) found."""
+    return source(number, title, text).model_copy(update={"subquery_id": "s2", "subquery_ids": ["s2"]})
+
+
 def scored_for(reranker, question: str, pages: list[Source]) -> _ScoredSentences:
     """Every sentence of `pages` scored against `question` under a one-search plan, as the writer scores them."""
     return asyncio.run(WriterAgent(reranker)._score(question, one_search_plan(question), pages))
@@ -278,11 +290,9 @@ def test_a_hop_plans_answer_still_quotes_the_sentence_that_answers_the_question_
             "Its heroine is a girl called Nora Quill.")
     actress = ("Lena Marwick was a film star and later a diplomat. "
                "She served as Harbour Commissioner of Vellmark from 1969 to 1974.")
-    plan = ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
-        SubQuery(id="s1", text=question, role="question"),
-        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+    plan = bridge_plan(question)
     sources = [source(1, "Salt and Ember", film),
-               source(2, "Lena Marwick", actress).model_copy(update={"subquery_id": "s2", "subquery_ids": ["s2"]})]
+               hop_source(2, "Lena Marwick", actress)]
     writer = WriterAgent(reranker)
     best = asyncio.run(writer._score(question, plan, sources))
     top = max(range(len(best.candidates)), key=lambda i: best.question_score[i])
@@ -309,9 +319,7 @@ def test_a_hops_sentence_that_links_the_chain_is_quoted_beside_the_answering_sen
     # that sentence does not answer the question by itself (under the bar), it is the link of the chain: quoted
     # besides the sentences that answer, so a bridge answer states both the bridge and the asked fact.
     question = "Which public office did the actress who played Nora Quill hold?"
-    plan = ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
-        SubQuery(id="s1", text=question, role="question"),
-        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+    plan = bridge_plan(question)
     pages = {"Salt and Ember": [("Salt and Ember is a comedy film.", 0.02),
                                 ("Its heroine Nora Quill was played by Lena Marwick.", 0.6)],
              "Lena Marwick": [("Lena Marwick was born in Harrowgate.", 0.03),
@@ -372,11 +380,9 @@ def test_a_hops_answer_is_the_sentence_that_answers_as_read_after_its_parents(re
     actress = ("Lena Marwick (born 1929) is a former actress from Harrowgate. She appeared in eleven films "
                "between 1945 and 1952. She played Nora Quill again in a 1950 radio version of Salt and Ember. "
                f"{office} She married the painter Ivo Stane in 1955.")
-    plan = ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
-        SubQuery(id="s1", text=question, role="question"),
-        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+    plan = bridge_plan(question)
     sources = [source(1, "Salt and Ember", film),
-               source(2, "Lena Marwick", actress).model_copy(update={"subquery_id": "s2", "subquery_ids": ["s2"]})]
+               hop_source(2, "Lena Marwick", actress)]
     writer = WriterAgent(reranker, max_sentences=2)
     scored = asyncio.run(writer._score(question, plan, sources))
     at = {c.sentence: i for i, c in enumerate(scored.candidates)}
@@ -403,11 +409,9 @@ def test_a_hops_page_also_quotes_what_the_question_asks_of_it_beyond_its_parents
     founded = ("As one of the league's six founding franchises when it was established in 1931, the club spent its "
                "first year in Dunmore before moving to Tarrow.")
     team = f"{described} The Hawks play in the Coastal League's East division. {founded} Their stadium opened in 1992."
-    plan = ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[["s1"], ["s2"]], subqueries=[
-        SubQuery(id="s1", text=question, role="question"),
-        SubQuery(id="s2", text=f"{{s1}} {question}", parents=["s1"], role="bridge")])
+    plan = bridge_plan(question)
     sources = [source(1, "Ada Brill", player),
-               source(2, "Tarrow Hawks", team).model_copy(update={"subquery_id": "s2", "subquery_ids": ["s2"]})]
+               hop_source(2, "Tarrow Hawks", team)]
     writer = WriterAgent(reranker)
     scored = asyncio.run(writer._score(question, plan, sources))
     at = {c.sentence: i for i, c in enumerate(scored.candidates)}

@@ -379,10 +379,11 @@ class WriterAgent:
             if sq.role == "bridge" and parent_source is not None and parent_source != best_source[sq.id]:
                 left = unexplained_words(question, [sources[parent_source - 1].text],
                                          stopwords=self.language.stopwords)
+                words = " ".join(left)
                 # Only a sentence that says one of those words is read for them: the others cost a pair each in
                 # the batch and answer them by the cross-encoder's guess at best.
-                asked.extend((sq.id, index, " ".join(left)) for index in own
-                             if len(unexplained_words(" ".join(left), [candidates[index].in_context],
+                asked.extend((sq.id, index, words) for index in own
+                             if len(unexplained_words(words, [candidates[index].in_context],
                                                       stopwords=self.language.stopwords)) < len(left))
         if not pairs and not asked:
             return {}, {}
