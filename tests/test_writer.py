@@ -426,6 +426,50 @@ def test_a_hops_page_also_quotes_what_the_question_asks_of_it_beyond_its_parents
     assert asyncio.run(writer._score(question, plan, same_page)).asked_of_hop == {}
 
 
+def test_a_question_of_two_parts_is_answered_part_by_part(reranker) -> None:
+    # Against the whole question the sentence on excluding a directory scores 0.06 (under the bar): the question's
+    # first part draws the cross-encoder, and the answer would say what the flag does and nothing about excluding.
+    # Scored against the part that asks it, the sentence scores 0.99, and is quoted.
+    question = ("What does the --reload flag of tarn serve do, and how do I exclude the build directory from the "
+                "reloader?")
+    excluded = ("Directories listed in `watch.exclude` are skipped by the reloader, for example "
+                "`watch.exclude = [\"build\"]`.")
+    pages = [sectioned(1, "Development server", "Reloader",
+                       "With `--reload`, tarn serve restarts the server whenever a Python file changes. The reloader "
+                       "polls every file of the project once a second. Restarts keep the same port, so open browser "
+                       "tabs keep working. The reloader is meant for development only."),
+             sectioned(2, "Configuration", "Watched paths",
+                       f"Tarn reads its settings from `tarn.toml` at the project root. {excluded} Every setting can "
+                       "also be given as an environment variable."),
+             sectioned(3, "Deployment", "Production",
+                       "In production, run tarn behind a process manager and never with `--reload`. The reload flag "
+                       "adds a file watcher thread that costs memory.")]
+    scored = scored_for(reranker, question, pages)
+    at = {c.sentence: i for i, c in enumerate(scored.candidates)}
+    assert scored.question_score[at[excluded]] < 0.1  # what makes this case
+    assert at[excluded] in scored.answers_part
+    answer = answer_for(reranker, question, pages)
+    assert f"Configuration > Watched paths: {excluded} [2]" in answer and "restarts the server" in answer
+    # Read as one question (a language with no part joiners), the answer leaves the second part out.
+    whole = dataclasses.replace(ENGLISH, part_joiners=frozenset())
+    assert "watch.exclude" not in answer_for(reranker, question, pages, language=whole)
+
+
+def test_a_question_is_split_into_parts_at_a_question_mark_or_a_joined_question_word() -> None:
+    assert ENGLISH.question_parts("Why is the reloader slow? And what can I do about it?") == [
+        "Why is the reloader slow?", "And what can I do about it?"]
+    assert ENGLISH.question_parts("What does --reload do, and how do I turn it off?") == [
+        "What does --reload do", "how do I turn it off?"]
+    assert ENGLISH.question_parts("Which flag restarts the server but can I keep the port?") == [
+        "Which flag restarts the server", "can I keep the port?"]
+    # "and" between two names, or a part too short to ask anything of its own, splits nothing.
+    assert ENGLISH.question_parts("How do tarn serve and tarn watch differ?") == []
+    assert ENGLISH.question_parts("What does --reload do, and why?") == []
+    assert ENGLISH.question_parts("What does --reload do?") == []
+    assert dataclasses.replace(ENGLISH, part_joiners=frozenset()).question_parts(
+        "What does --reload do, and how do I turn it off?") == []
+
+
 def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_document(reranker) -> None:
     # The question's search ranked the release-cadence passage first, but its answering sentence alone scores under
     # the bar, while a sentence of the runner-up that only shares the words "new release" clears it. With room

@@ -185,6 +185,9 @@ class _ScoredSentences:
     # For each bridge hop: the sentence of its best document that answers best the words of the question its parent's
     # document does not contain (`WriterAgent._read_after_parents`): what the question asks of the hop's page.
     asked_of_hop: dict[str, int] = field(default_factory=dict)
+    # For a question of several parts (`Language.question_parts`): each part's best sentence, scored against the part,
+    # where it scores `answers_from`.
+    answers_part: list[int] = field(default_factory=list)
 
 
 def _best_per_hop(pairs: list[tuple[str, int]], scores: list[float], *, at_least: float = float("-inf")
@@ -323,11 +326,18 @@ class WriterAgent:
             for sq_id in sources[c.source_number - 1].subquery_ids
             if best_source[sq_id] == c.source_number and sq_id in subquery_text and subquery_text[sq_id] != question
         ]
-        scores = await self.reranker.ascore(pairs + [(subquery_text[s], candidates[i].in_context)
-                                                     for i, s in subquery_pairs])
+        parts = self.language.question_parts(question)
+        part_pairs = [(part, c.in_context) for part in parts for c in candidates]
+        scores = await self.reranker.ascore(pairs + part_pairs + [(subquery_text[s], candidates[i].in_context)
+                                                                  for i, s in subquery_pairs])
         question_score = scores[: len(candidates)]
+        part_scores = scores[len(candidates): len(candidates) + len(part_pairs)]
+        answers_part = [best for k in range(len(parts))
+                        for row in [part_scores[k * len(candidates): (k + 1) * len(candidates)]]
+                        for best in [max(range(len(candidates)), key=row.__getitem__)]
+                        if row[best] >= self.answers_from]
         best_for: dict[str, tuple[float, int]] = {}
-        for (index, sq_id), score in zip(subquery_pairs, scores[len(candidates):]):
+        for (index, sq_id), score in zip(subquery_pairs, scores[len(candidates) + len(part_pairs):]):
             combined = (score + question_score[index]) / 2
             if combined > best_for.get(sq_id, (-1.0, -1))[0]:
                 best_for[sq_id] = (combined, index)
@@ -338,7 +348,8 @@ class WriterAgent:
         after_parent, asked_of_hop = await self._read_after_parents(
             question, plan, sources, candidates, best_source,
             {sq_id: index for sq_id, (_, index) in best_for.items()}, question_lead)
-        return _ScoredSentences(candidates, question_score, best_for, question_lead, after_parent, asked_of_hop)
+        return _ScoredSentences(candidates, question_score, best_for, question_lead, after_parent, asked_of_hop,
+                                answers_part)
 
     async def _read_after_parents(self, question: str, plan: ExecutedPlan, sources: list[Source],
                                   candidates: list[_Candidate], best_source: dict[str, int],
@@ -443,8 +454,11 @@ class WriterAgent:
         # Each hop's sentence as read after its parent's: the chain's answer, quoted beside the sentences above and
         # beyond `max_sentences`, as a link is (a bridge question's answer states the bridge and the asked fact).
         # And what the question asks of each hop's page, where that is another of its sentences.
+        # A question of several parts ("What does X do, and how do I turn it off?") is answered part by part: the
+        # whole question scores highest the sentences that answer its first or its most specific part, and the answer
+        # would quote two sentences about what X does and none about turning it off.
         chosen = chosen[:room]
-        linked = [*scored.after_parent.values(), *scored.asked_of_hop.values()]
+        linked = [*scored.after_parent.values(), *scored.asked_of_hop.values(), *scored.answers_part]
         return chosen + [index for index in dict.fromkeys(linked) if index not in chosen]
 
     async def _with_neighbours(self, question: str, scored: _ScoredSentences, chosen: list[int]) -> list[int]:

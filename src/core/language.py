@@ -79,6 +79,11 @@ class Language:
     - `referring_openers`: lower-case words or phrases that open a sentence which goes on from the one before it
       ("*It* is set to 1000 by default.", "*Instead*, the interactive debugger is shown."): alone it says nothing of
       what it is about.
+
+    Parts (the offline writer answers each part of a question of several):
+    - `part_joiners` / `part_openers`: a joiner, after an optional comma, followed by an opener begins a new part
+      of the question ("What does X do*, and how* do I turn it off?"), as a question mark followed by more does
+      ("Why is X slow? And what can I do?").
     """
 
     comparison_forms: tuple[re.Pattern[str], ...]
@@ -106,6 +111,8 @@ class Language:
     dangling_words: frozenset[str] = frozenset()
     possessive: str = _NEVER
     referring_openers: frozenset[str] = frozenset()
+    part_joiners: frozenset[str] = frozenset()
+    part_openers: frozenset[str] = frozenset()
     max_side_words: int = 8
 
     # Mappings are fields as tuples of pairs, so a Language stays hashable and comparable like any frozen dataclass
@@ -186,6 +193,19 @@ class Language:
     def possessive_end(self) -> re.Pattern[str]:
         """A possessive ending at the end of a name."""
         return re.compile(rf"(?:{self.possessive})$")
+
+    @cached_property
+    def part_break(self) -> re.Pattern[str]:
+        """Where one part of a question ends and the next begins: after a question mark, or at a part joiner followed
+        by a part opener."""
+        return re.compile(rf"(?<=\?)\s+(?=\S)|,?\s+(?:{_alternation(self.part_joiners)})\s+"
+                          rf"(?=(?:{_alternation(self.part_openers, longest_first=True)})\b)", re.IGNORECASE)
+
+    def question_parts(self, question: str, *, min_words: int = 3) -> list[str]:
+        """The parts of a question that asks several things, each of `min_words` words or more; [] when it asks one
+        (a shorter piece, "… and why?", is no part of its own)."""
+        parts = [part for part in self.part_break.split(question.strip()) if len(part.split()) >= min_words]
+        return parts if len(parts) >= 2 else []
 
     def goes_on_from_before(self, sentence: str) -> bool:
         """Whether `sentence` opens with a word or phrase (of up to four words) of `referring_openers`, after any list
@@ -283,4 +303,7 @@ ENGLISH = Language(
     referring_openers=_words(
         """it its they their them this these those he she his her instead otherwise however hence thus therefore
         then"""),
+    part_joiners=_words("and but"),
+    part_openers=_words("how what which why where when who whom whose does do did is are can could should would "
+                        "will if"),
 )
