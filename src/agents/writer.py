@@ -185,8 +185,8 @@ class _ScoredSentences:
     # For each bridge hop: the sentence of its best document that answers best the words of the question its parent's
     # document does not contain (`WriterAgent._read_after_parents`): what the question asks of the hop's page.
     asked_of_hop: dict[str, int] = field(default_factory=dict)
-    # For a question of several parts (`Language.question_parts`): each part's best sentence, scored against the part,
-    # where it scores `answers_from`.
+    # For a question of several parts (`Language.question_parts`): each later part's best sentence, scored against the
+    # part, where it scores `answers_from`.
     answers_part: list[int] = field(default_factory=list)
 
 
@@ -326,7 +326,9 @@ class WriterAgent:
             for sq_id in sources[c.source_number - 1].subquery_ids
             if best_source[sq_id] == c.source_number and sq_id in subquery_text and subquery_text[sq_id] != question
         ]
-        parts = self.language.question_parts(question)
+        # The parts after the first: the whole question's scores already favour what it opens with (replayed on every
+        # set, scoring the first part too changed no answer's match and cost its pairs).
+        parts = self.language.question_parts(question)[1:]
         part_pairs = [(part, c.in_context) for part in parts for c in candidates]
         scores = await self.reranker.ascore(pairs + part_pairs + [(subquery_text[s], candidates[i].in_context)
                                                                   for i, s in subquery_pairs])
