@@ -192,8 +192,8 @@ class _ScoredSentences:
 
 def _best_per_hop(pairs: list[tuple[str, int]], scores: list[float], *, at_least: float = float("-inf")
                   ) -> dict[str, int]:
-    """For each hop id in `pairs` ((hop id, candidate index), scored by `scores`), the candidate that scores
-    highest, if it scores `at_least`."""
+    """For each hop id (or part of the question) in `pairs` ((key, candidate index), scored by `scores`), the
+    candidate that scores highest, if it scores `at_least`; keys in the order they first appear."""
     best: dict[str, tuple[float, int]] = {}
     for (sq_id, index), score in zip(pairs, scores, strict=True):
         if score > best.get(sq_id, (-1.0, -1))[0]:
@@ -334,10 +334,8 @@ class WriterAgent:
                                                                   for i, s in subquery_pairs])
         question_score = scores[: len(candidates)]
         part_scores = scores[len(candidates): len(candidates) + len(part_pairs)]
-        answers_part = [best for k in range(len(parts))
-                        for row in [part_scores[k * len(candidates): (k + 1) * len(candidates)]]
-                        for best in [max(range(len(candidates)), key=row.__getitem__)]
-                        if row[best] >= self.answers_from]
+        answers_part = list(_best_per_hop([(part, index) for part in parts for index in range(len(candidates))],
+                                          part_scores, at_least=self.answers_from).values())
         best_for: dict[str, tuple[float, int]] = {}
         for (index, sq_id), score in zip(subquery_pairs, scores[len(candidates) + len(part_pairs):]):
             combined = (score + question_score[index]) / 2
