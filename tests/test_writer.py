@@ -6,9 +6,17 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from dagrag.agents.writer import WriterAgent, _Candidate, _ScoredSentences, excerpt, in_context, quoted_sentences
+from dagrag.agents.writer import (
+    WriterAgent,
+    _Candidate,
+    _ScoredSentences,
+    excerpt,
+    in_context,
+    quoted_sentences,
+    speaking_documents,
+)
 from dagrag.core.language import ENGLISH
-from dagrag.core.plan import ExecutedPlan, PlanOrigin, SubQuery
+from dagrag.core.plan import ExecutedPlan, Hints, PlanOrigin, SubQuery
 from dagrag.core.result import RunLedger, Source
 
 QUESTION = "Which town is the county seat of Brenton County?"
@@ -367,6 +375,64 @@ def test_each_side_of_a_comparison_beyond_the_first_brings_one_more_answering_se
     assert chosen(comparison("tarn", "quill", "reed"), {**two, "s3": ("Reed", 0)}) == [
         "Tarn formats code in place.", "Quill lints code.", "Reed checks types.",
         "Tarn rewrites files only when they change."]
+
+
+def side_plan(question: str, *names: str) -> ExecutedPlan:
+    """A comparison plan: one side per name (s1, s2, …, each searching its name), then the question itself (s0)."""
+    sides = [SubQuery(id=f"s{n}", text=f"{name} {question}", hints=Hints(must_include=[name]), role="side")
+             for n, name in enumerate(names, start=1)]
+    return ExecutedPlan(query=question, origin=PlanOrigin.GIVEN, layers=[[sq.id for sq in sides] + ["s0"]],
+                        subqueries=[*sides, SubQuery(id="s0", text=question, role="question")])
+
+
+def listed_by(number: int, section: str, text: str, *subquery_ids: str) -> Source:
+    return sectioned(number, "Tarn", section, text).model_copy(
+        update={"subquery_id": subquery_ids[0], "subquery_ids": list(subquery_ids)})
+
+
+def test_each_side_speaks_through_a_document_no_earlier_side_speaks_through_where_it_has_one() -> None:
+    plan = side_plan("Which is the default?", "--quick", "--careful")
+    both = listed_by(1, "Options > --quick / --careful", "Both flags.", "s1", "s2", "s0")
+    careful = listed_by(2, "Safety", "The careful check.", "s2")
+    quick = listed_by(3, "Speed", "The quick path.", "s1")
+    assert speaking_documents(plan, [both, careful, quick]) == {"s1": 1, "s2": 2, "s0": 1}
+    # A side with no other document shares the first; a subquery of any other role keeps its first.
+    assert speaking_documents(plan, [both, quick]) == {"s1": 1, "s2": 1, "s0": 1}
+    assert speaking_documents(bridge_plan("Which is the default?"),
+                              [hop_source(1, "A", "x").model_copy(update={"subquery_ids": ["s1", "s2"]})]) == {
+        "s1": 1, "s2": 1}
+
+
+def test_a_side_speaks_of_its_own_thing_from_its_own_document(reranker) -> None:
+    # The section on both flags comes first for both sides, and its sentences answer the question for the first one.
+    # The second side's own page says what it does; that sentence names the side, the shared section's best does not.
+    question = "--quick vs --careful: which one does tarn use if I pass neither?"
+    careful = "When run with `--careful` (the default), tarn checks that the formatted code means the same as before."
+    pages = [listed_by(1, "Options > --quick / --careful",
+                       "By default, tarn compares the syntax tree before and after formatting. The `--quick` flag "
+                       "turns this check off, which makes formatting about twice as fast.", "s1", "s2", "s0"),
+             listed_by(2, "Code style > Safety", f"Tarn never changes what code means. {careful} This check costs "
+                       "time on large files.", "s2")]
+    plan = side_plan(question, "--quick", "--careful")
+    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, pages))
+    assert scored.candidates[scored.best_for["s2"][1]].sentence == careful
+    assert f"{careful} [2]" in asyncio.run(WriterAgent(reranker).awrite(question, plan, pages, RunLedger())).text
+
+
+def test_a_sides_sentence_names_the_side_where_one_of_its_documents_sentences_does(reranker) -> None:
+    # The side's page opens with the other side: that sentence answers the question best, and would speak for both.
+    question = "greenlets vs async handlers: which is meant for many long-lived connections in tarn?"
+    holds = "Each request still holds one worker, even with async handlers."
+    pages = [listed_by(1, "Concurrency > Greenlets", "Greenlets are the way to serve many long-lived connections "
+                       "at once. Tarn patches the standard library for them.", "s1", "s0"),
+             listed_by(2, "Concurrency > Async", f"Greenlets are the way to serve many long-lived connections at "
+                       f"once. {holds} The upside is that one handler can run several tasks at once.", "s2", "s0")]
+    plan = side_plan(question, "greenlets", "async handlers")
+    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, pages))
+    said = {sq_id: scored.candidates[index].sentence for sq_id, (_, index) in scored.best_for.items()}
+    assert said["s2"] == holds and said["s1"].startswith("Greenlets are the way")
+    at = {(c.source_number, c.sentence): i for i, c in enumerate(scored.candidates)}
+    assert scored.question_score[at[(2, holds)]] < scored.question_score[at[(2, said["s1"])]]  # what makes this case
 
 
 def test_a_hops_answer_is_the_sentence_that_answers_as_read_after_its_parents(reranker) -> None:

@@ -171,7 +171,8 @@ class _Candidate:
 @dataclass(frozen=True)
 class _ScoredSentences:
     """Every sentence of the kept sources, scored by the cross-encoder against the question, and for each
-    subquery the sentence of its best document that answers it and the question best."""
+    subquery the sentence of the document it speaks through (`speaking_documents`) that answers it and the question
+    best (a comparison side's: of those that name the side, where one does)."""
 
     candidates: list[_Candidate]
     question_score: list[float]
@@ -199,6 +200,33 @@ def _best_per_hop(pairs: list[tuple[str, int]], scores: list[float], *, at_least
         if score > best.get(sq_id, (-1.0, -1))[0]:
             best[sq_id] = (score, index)
     return {sq_id: index for sq_id, (score, index) in best.items() if score >= at_least}
+
+
+def _naming(options: list[tuple[float, int]], names: list[str], candidates: list[_Candidate]
+            ) -> list[tuple[float, int]]:
+    """Of `options` ((score, candidate index)), those whose sentence names one of `names` (lower-case), or all of
+    them when none does."""
+    return [option for option in options
+            if any(name in candidates[option[1]].sentence.lower() for name in names)] or options
+
+
+def speaking_documents(plan: ExecutedPlan, sources: list[Source]) -> dict[str, int]:
+    """For each subquery that kept a source, the source (1-based) it speaks through in the answer: its own best
+    document, the first source that lists it. A comparison side speaks through the first source that lists it and
+    no earlier side speaks through, where there is one: a section on both sides ("--fast / --safe") often comes first
+    for both, and the second side's own page ("When run with --safe (the default), …") would not speak at all."""
+    first: dict[str, int] = {}
+    for n, source in enumerate(sources, start=1):
+        for sq_id in source.subquery_ids:
+            first.setdefault(sq_id, n)
+    taken: set[int] = set()
+    for sq in plan.subqueries:
+        if sq.role != "side" or sq.id not in first:
+            continue
+        own = [n for n, source in enumerate(sources, start=1) if sq.id in source.subquery_ids]
+        first[sq.id] = next((n for n in own if n not in taken), first[sq.id])
+        taken.add(first[sq.id])
+    return first
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
@@ -315,11 +343,7 @@ class WriterAgent:
         ]
         subquery_text = {sq.id: sq.text for sq in plan.subqueries}
         pairs = [(question, c.in_context) for c in candidates]
-        # Each subquery speaks through its own best document: the first source that lists it.
-        best_source = {}
-        for n, source in enumerate(sources, start=1):
-            for sq_id in source.subquery_ids:
-                best_source.setdefault(sq_id, n)
+        best_source = speaking_documents(plan, sources)
         subquery_pairs = [
             (index, sq_id)
             for index, c in enumerate(candidates)
@@ -336,11 +360,17 @@ class WriterAgent:
         part_scores = scores[len(candidates): len(candidates) + len(part_pairs)]
         answers_part = list(_best_per_hop([(part, index) for part in parts for index in range(len(candidates))],
                                           part_scores, at_least=self.answers_from).values())
-        best_for: dict[str, tuple[float, int]] = {}
+        said_by: dict[str, list[tuple[float, int]]] = {}  # subquery id -> (combined score, candidate index)
         for (index, sq_id), score in zip(subquery_pairs, scores[len(candidates) + len(part_pairs):]):
-            combined = (score + question_score[index]) / 2
-            if combined > best_for.get(sq_id, (-1.0, -1))[0]:
-                best_for[sq_id] = (combined, index)
+            said_by.setdefault(sq_id, []).append(((score + question_score[index]) / 2, index))
+        # A comparison side speaks of its own thing: of its document's sentences, one that names it (the planner's
+        # `must_include`) where one does. Its document often names the other side as well, and the sentence that
+        # answers the question best there may be the other side's ("Gevent is a reliable way to handle numerous, long
+        # lived, concurrent connections" for the side "async views", whose page says "Each request still ties up one
+        # worker, even for async views").
+        names = {sq.id: [name.lower() for name in sq.hints.must_include] for sq in plan.subqueries if sq.role == "side"}
+        best_for = {sq_id: max(_naming(options, names.get(sq_id, []), candidates), key=lambda option: option[0])
+                    for sq_id, options in said_by.items()}
         lead_source = min((best_source[sq.id] for sq in plan.subqueries
                            if sq.text == question and sq.id in best_source), default=None)
         own = [i for i, c in enumerate(candidates) if c.source_number == lead_source]
