@@ -302,7 +302,8 @@ ENGLISH = Language(
     possessive=r"['’]s",
     referring_openers=_words(
         """it its they their them this these those he she his her instead otherwise however hence thus therefore
-        then"""),
+        then""") | frozenset({"in other words", "that is", "as a result", "for this reason", "in this case",
+                              "in that case"}),
     part_joiners=_words("and but"),
     part_openers=_words("how what which why where when who whom whose does do did is are can could should would "
                         "will if"),
