@@ -215,18 +215,17 @@ def speaking_documents(plan: ExecutedPlan, sources: list[Source]) -> dict[str, i
     document, the first source that lists it. A comparison side speaks through the first source that lists it and
     no earlier side speaks through, where there is one: a section on both sides ("--fast / --safe") often comes first
     for both, and the second side's own page ("When run with --safe (the default), …") would not speak at all."""
-    first: dict[str, int] = {}
+    listing: dict[str, list[int]] = {}  # subquery id -> the sources that list it, in order
     for n, source in enumerate(sources, start=1):
         for sq_id in source.subquery_ids:
-            first.setdefault(sq_id, n)
+            listing.setdefault(sq_id, []).append(n)
+    speaks = {sq_id: numbers[0] for sq_id, numbers in listing.items()}
     taken: set[int] = set()
     for sq in plan.subqueries:
-        if sq.role != "side" or sq.id not in first:
-            continue
-        own = [n for n, source in enumerate(sources, start=1) if sq.id in source.subquery_ids]
-        first[sq.id] = next((n for n in own if n not in taken), first[sq.id])
-        taken.add(first[sq.id])
-    return first
+        if sq.role == "side" and sq.id in listing:
+            speaks[sq.id] = next((n for n in listing[sq.id] if n not in taken), speaks[sq.id])
+            taken.add(speaks[sq.id])
+    return speaks
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
