@@ -11,6 +11,7 @@ from dagrag.agents.writer import (
     _Candidate,
     _ScoredSentences,
     excerpt,
+    going_on,
     in_context,
     quoted_sentences,
     speaking_documents,
@@ -175,9 +176,9 @@ def test_the_lead_sentence_is_read_with_the_two_sentences_before_it(reranker) ->
 
 def test_a_sentence_that_goes_on_from_a_quoted_one_is_quoted_with_it_though_it_answers_nothing_alone(reranker) -> None:
     # "It is set to 1000 by default." holds the asked number, but alone it is about nothing (0.001 against the
-    # question): it opens with "It", so it is read with the sentence before it, and the two together answer better
-    # than that one alone. A language that lists no such openers leaves it unsaid; the sentence about platforms,
-    # which opens with a name, is not quoted either way.
+    # question): it opens with "It", so it goes on from the sentence before it and is quoted with it. A language that
+    # lists no such openers leaves it unsaid; the sentence about platforms, which opens with a name, is not quoted
+    # either way.
     question = "How many form fields will quill parse out of one request before it gives up, by default?"
     page = sectioned(1, "Security", "Resource use", "Quill limits what one request may use, so that no client can tie "
                      "up a worker. The number of form fields it parses is one such limit. "
@@ -193,6 +194,38 @@ def test_a_sentence_that_goes_on_from_a_quoted_one_is_quoted_with_it_though_it_a
     no_openers = dataclasses.replace(ENGLISH, referring_openers=frozenset())
     unread = answer_for(reranker, question, [page], max_sentences=1, language=no_openers)
     assert "1000" not in unread and "every platform" not in unread
+
+
+def test_a_quoted_sentence_that_goes_on_from_the_one_before_brings_it_though_the_two_read_worse(reranker) -> None:
+    # The cross-encoder finds "It runs on Windows only under WSL." and nothing else; read with the sentence that says
+    # what "it" is, the pair scores lower than the sentence alone, so a pair test would leave the reader with "It".
+    # The sentence after it opens with a name and stays out.
+    question = "Which of the servers runs on Windows?"
+    page = sectioned(1, "Deploying", "Gunicorn > Installing", "Gunicorn is easy to install, as it needs no compiler "
+                     "or extra packages. It runs on Windows only under WSL. Rebuilds run at most once a minute.")
+    scored = scored_for(reranker, question, [page])
+    read_with_it = asyncio.run(reranker.ascore([(question, in_context(
+        f"{scored.candidates[0].sentence} {scored.candidates[1].sentence}", scored.candidates[0].context))]))[0]
+    assert scored.question_lead == 1 and read_with_it < scored.question_score[1]  # this case
+    answer = answer_for(reranker, question, [page], max_sentences=1)
+    assert answer == ("Deploying > Gunicorn > Installing: Gunicorn is easy to install, as it needs no compiler or "
+                      "extra packages. [1] It runs on Windows only under WSL. [1]")
+    no_openers = dataclasses.replace(ENGLISH, referring_openers=frozenset())
+    assert "easy to install" not in answer_for(reranker, question, [page], max_sentences=1, language=no_openers)
+
+
+def test_the_sentences_that_go_on_from_a_chosen_one_or_that_it_goes_on_from_are_its_neighbours(reranker) -> None:
+    page = sectioned(1, "Usage", "--stubs", "Format every input file like a typing stub. This is useful when piping "
+                     "source on standard input. It needs no other option. Rebuilds run at most once a minute.")
+    candidates = scored_for(reranker, "What does --stubs do?", [page]).candidates
+    assert going_on(candidates, [0], ENGLISH) == [1]  # the next sentence goes on from it
+    assert going_on(candidates, [1], ENGLISH) == [2, 0]  # and on from the next; it goes on from the one before
+    assert going_on(candidates, [0, 1], ENGLISH) == [2]  # chosen ones are not repeated
+    assert going_on(candidates, [3], ENGLISH) == []  # the last sentence opens with a name
+    assert going_on(candidates, [0], dataclasses.replace(ENGLISH, referring_openers=frozenset())) == []
+    # A page with a title alone: "It" is mostly the page's subject, which the title quoted before it names.
+    untitled = scored_for(reranker, "What does --stubs do?", [source(1, "Stubs", page.text)]).candidates
+    assert going_on(untitled, [0], ENGLISH) == going_on(untitled, [1], ENGLISH) == []
 
 
 def test_a_sentence_goes_on_from_the_one_before_when_it_opens_with_a_referring_word() -> None:
@@ -433,6 +466,24 @@ def test_a_sides_sentence_names_the_side_where_one_of_its_documents_sentences_do
     assert said["s2"] == holds and said["s1"].startswith("Greenlets are the way")
     at = {(c.source_number, c.sentence): i for i, c in enumerate(scored.candidates)}
     assert scored.question_score[at[(2, holds)]] < scored.question_score[at[(2, said["s1"])]]  # what makes this case
+
+
+def test_a_side_also_quotes_the_opening_of_its_document_where_its_heading_names_the_side(reranker) -> None:
+    # The --diff side speaks with its sentence that names it (a detail on colour); its section, headed "--diff",
+    # opens by saying what the option does, and that sentence is quoted as well. The same sentences under a heading
+    # that does not name the side ("Output") leave the opening out.
+    question = "tarn --check vs --diff: which one makes a CI step fail on unformatted code?"
+    check = listed_by(1, "Options > --check", "Tarn exits with code 1 when some files would be reformatted. With "
+                      "`--check`, nothing is written.", "s1", "s0")
+    text = "Don't write the files back, just print what would change. Coloured output of `--diff` needs `--color`."
+    plan = side_plan(question, "--check", "--diff")
+    writer = WriterAgent(reranker)
+    for heading, opens in (("Options > --diff", True), ("Output", False)):
+        pages = [check, listed_by(2, heading, text, "s2")]
+        scored = asyncio.run(writer._score(question, plan, pages))
+        assert scored.candidates[scored.best_for["s2"][1]].sentence.startswith("Coloured output")  # this case
+        answer = asyncio.run(writer.awrite(question, plan, pages, RunLedger())).text
+        assert ("Don't write the files back" in answer) is opens
 
 
 def test_a_hops_answer_is_the_sentence_that_answers_as_read_after_its_parents(reranker) -> None:

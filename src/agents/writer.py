@@ -166,6 +166,7 @@ class _Candidate:
     in_context: str  # what is scored: the sentence after its document's title and section
     shown: str  # the sentence as the answer shows it (`written_sentences`), and the same after the title
     shown_in_context: str
+    in_section: bool = False  # its document has a section path (a page's section), not a title alone
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,49 @@ def speaking_documents(plan: ExecutedPlan, sources: list[Source]) -> dict[str, i
             speaks[sq.id] = next((n for n in listing[sq.id] if n not in taken), speaks[sq.id])
             taken.add(speaks[sq.id])
     return speaks
+
+
+def going_on(candidates: list[_Candidate], chosen: list[int], language: Language) -> list[int]:
+    """The sentences next to the `chosen` ones (candidate indices) in a document's section that go on from one of
+    them, or that one of them goes on from (`Language.goes_on_from_before`: it opens with "It", "This", "In other
+    words", ...), not chosen already, in the order found. In a section such a pair is one thought over a sentence
+    end: "… controls how many fields can be parsed." with "It is set to 1000 by default." after it, or "It runs on
+    Windows only under WSL." with the sentence that says what "it" is before it; quoted apart, the first half leaves
+    the reader without the rest and the second is about nothing. A passage with a title alone (an encyclopedia
+    article's paragraph) is left out: there "He", "She" or "It" is mostly the page's subject, which the title quoted
+    before the sentence names already, and the sentence before is another fact about it."""
+    at = {(c.source_number, c.position): i for i, c in enumerate(candidates)}
+    found: list[int] = []
+    for index in chosen:
+        candidate = candidates[index]
+        if not candidate.in_section:
+            continue
+        after = at.get((candidate.source_number, candidate.position + 1))
+        if after is not None and language.goes_on_from_before(candidates[after].sentence):
+            found.append(after)
+        before = at.get((candidate.source_number, candidate.position - 1))
+        if before is not None and language.goes_on_from_before(candidate.sentence):
+            found.append(before)
+    return [index for index in dict.fromkeys(found) if index not in chosen]
+
+
+def side_openings(plan: ExecutedPlan, scored: _ScoredSentences) -> list[int]:
+    """For each comparison side, the opening sentence of the document it speaks through (`best_for`) when that
+    document's title or section path names the side (its `must_include`, case aside): a section headed by the thing
+    opens by saying what it is ("--diff: Don't write the files back, just output a diff …"; "Multiple Options: The
+    multiple options format allows options to take an arbitrary number of arguments"), and the side's best sentence
+    by the cross-encoder is often a detail or an example that names it."""
+    openings: list[int] = []
+    for sq in plan.subqueries:
+        if sq.role != "side" or sq.id not in scored.best_for:
+            continue
+        source = scored.candidates[scored.best_for[sq.id][1]].source_number
+        opening = next((i for i, c in enumerate(scored.candidates) if c.source_number == source and c.position == 0),
+                       None)
+        names = [name.lower() for name in sq.hints.must_include]
+        if opening is not None and any(name in scored.candidates[opening].context.lower() for name in names):
+            openings.append(opening)
+    return openings
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
@@ -334,7 +378,7 @@ class WriterAgent:
     async def _score(self, question: str, plan: ExecutedPlan, sources: list[Source]) -> _ScoredSentences:
         candidates = [
             _Candidate(n, position, sentence, context, scored, shown,
-                       shown_in_context(shown, scored, sentence, context))
+                       shown_in_context(shown, scored, sentence, context), bool(source.metadata.get("section")))
             for n, source in enumerate(sources, start=1)
             for context in [sentence_context(source)]  # once per source, not per sentence
             for position, (sentence, shown) in enumerate(written_sentences(source.text))
@@ -487,25 +531,29 @@ class WriterAgent:
         # whole question scores highest the sentences that answer its first or its most specific part, and the answer
         # would quote two sentences about what X does and none about turning it off.
         chosen = chosen[:room]
-        linked = [*scored.after_parent.values(), *scored.asked_of_hop.values(), *scored.answers_part]
+        linked = [*scored.after_parent.values(), *scored.asked_of_hop.values(), *scored.answers_part,
+                  *side_openings(plan, scored)]
         return chosen + [index for index in dict.fromkeys(linked) if index not in chosen]
 
     async def _with_neighbours(self, question: str, scored: _ScoredSentences, chosen: list[int]) -> list[int]:
         """`chosen` and, beside each, the sentence before or after it in its passage where that one answers too (by
-        `answers_from`), or the later of the two goes on from the earlier ("… controls how many fields can be parsed.
-        *It* is set to 1000 by default."; `Language.goes_on_from_before`), and the two read together answer the
-        question better than the chosen one alone (the cross-encoder, against the question, scores the pairs in one
-        batch). A passage's point often spans a sentence end: "Black defaults to 88 characters per line, which happens
-        to be 10% over 80." answers "Why 88 and not 80?" fully only with "This number was found to produce
-        significantly shorter files." after it. Two tests are needed: a pair's score rises with almost any neighbour
-        ("You've successfully cut a new release." 0.60, with "Go stand up and take a break." after it 0.73), and an
-        answering neighbour may repeat rather than continue; a sentence that opens with "It" answers nothing alone
-        (whatever "it" is, the cross-encoder cannot tell). The question's lead sentence (`question_lead`) is read with
-        one or two sentences on either side whatever they score alone: its passage is the one the question's search
-        ranked first, and its point often sits in a sentence that scores low alone right beside the one the
-        cross-encoder found ("The keyword `extension_configs` accepts a dictionary of configuration settings" 0.92,
-        with "Any configuration settings will only be passed to extensions loaded by name." after it 0.97, that one
-        alone 0.02). Neighbours go beyond `max_sentences`: they complete a quoted sentence, they are not another one."""
+        `answers_from`) and the two read together answer the question better than the chosen one alone (the
+        cross-encoder, against the question, scores the pairs in one batch). A passage's point often spans a sentence
+        end: "Black defaults to 88 characters per line, which happens to be 10% over 80." answers "Why 88 and not 80?"
+        fully only with "This number was found to produce significantly shorter files." after it. Two tests are
+        needed: a pair's score rises with almost any neighbour ("You've successfully cut a new release." 0.60, with
+        "Go stand up and take a break." after it 0.73), and an answering neighbour may repeat rather than continue.
+        In a document's section, a neighbour that goes on from a quoted sentence, or that a quoted sentence goes on
+        from (`going_on`: "… can be parsed. *It* is set to 1000 by default."), comes without either test, once the
+        rest are in: the two are one thought, and a sentence that opens with "It" answers nothing alone (whatever "it"
+        is, the cross-encoder cannot tell), so its pair's score says little. In a passage with a title alone, such a
+        neighbour is a window like the others, taken by the pair test alone. The question's lead sentence
+        (`question_lead`) is read with one or two sentences on either side whatever they score alone: its passage is
+        the one the question's search ranked first, and its point often sits in a sentence that scores low alone
+        right beside the one the cross-encoder found ("The keyword `extension_configs` accepts a dictionary of
+        configuration settings" 0.92, with "Any configuration settings will only be passed to extensions loaded by
+        name." after it 0.97, that one alone 0.02). Neighbours go beyond `max_sentences`: they complete a quoted
+        sentence, they are not another one."""
         candidates = scored.candidates
         at = {(c.source_number, c.position): i for i, c in enumerate(candidates)}
         # A sentence that announces what follows ("… follow these steps:") is quoted with what it announces.
@@ -522,7 +570,7 @@ class WriterAgent:
                     continue
                 later = candidates[neighbour if step > 0 else index].sentence  # of the two, the one read second
                 if (scored.question_score[neighbour] >= self.answers_from
-                        or self.language.goes_on_from_before(later)):
+                        or (not candidate.in_section and self.language.goes_on_from_before(later))):
                     windows.append((index, (neighbour,)))
         # The question's lead sentence with one or two sentences on either side, whatever they score alone, so long as
         # each names what its section is about (a word of its title or section path): a window's score rises with
@@ -539,7 +587,7 @@ class WriterAgent:
                                 for i in around)):
                     windows.append((lead, around))
         if not windows:
-            return chosen
+            return chosen + going_on(candidates, chosen, self.language)
         read_together = [in_context(" ".join(candidates[i].sentence for i in sorted((index, *around))),
                                     candidates[index].context) for index, around in windows]
         read = dict(zip(windows, await self.reranker.ascore([(question, text) for text in read_together])))
@@ -554,7 +602,8 @@ class WriterAgent:
 
         added = [neighbour for (index, around), score in read.items() if score > bar(index, around)
                  for neighbour in around if neighbour not in chosen]
-        return chosen + list(dict.fromkeys(added))  # a sentence between two chosen ones is added once
+        chosen = chosen + list(dict.fromkeys(added))  # a sentence between two chosen ones is added once
+        return chosen + going_on(candidates, chosen, self.language)
 
     def _quoted(self, scored: _ScoredSentences, chosen: list[int]) -> str:
         """The chosen sentences in their passages' order, cited."""
