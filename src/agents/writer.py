@@ -586,8 +586,15 @@ class WriterAgent:
                         and all(about & set(content_words(candidates[i].sentence, self.language.stopwords))
                                 for i in around)):
                     windows.append((lead, around))
-        if not windows:
-            return chosen + going_on(candidates, chosen, self.language)
+        if windows:
+            chosen = chosen + await self._better_read_with(question, scored, windows, chosen)
+        return chosen + going_on(candidates, chosen, self.language)
+
+    async def _better_read_with(self, question: str, scored: _ScoredSentences,
+                                windows: list[tuple[int, tuple[int, ...]]], chosen: list[int]) -> list[int]:
+        """The neighbours of `windows` ((chosen sentence, neighbours read with it)) that, read together with their
+        sentence, answer the question better than it alone (`bar`), not chosen already, each once."""
+        candidates = scored.candidates
         read_together = [in_context(" ".join(candidates[i].sentence for i in sorted((index, *around))),
                                     candidates[index].context) for index, around in windows]
         read = dict(zip(windows, await self.reranker.ascore([(question, text) for text in read_together])))
@@ -602,8 +609,7 @@ class WriterAgent:
 
         added = [neighbour for (index, around), score in read.items() if score > bar(index, around)
                  for neighbour in around if neighbour not in chosen]
-        chosen = chosen + list(dict.fromkeys(added))  # a sentence between two chosen ones is added once
-        return chosen + going_on(candidates, chosen, self.language)
+        return list(dict.fromkeys(added))  # a sentence between two chosen ones is added once
 
     def _quoted(self, scored: _ScoredSentences, chosen: list[int]) -> str:
         """The chosen sentences in their passages' order, cited."""
