@@ -56,6 +56,7 @@ from .answerability import (
     undocumented_side_reason,
     undocumented_sides,
     unfound_names,
+    unwritten_code_reason,
 )
 from .events import (
     AnswerDrafted,
@@ -332,9 +333,13 @@ class QueryWorkflow(Workflow):
 
     async def _known_names(self, plan: ExecutedPlan) -> KnownNames:
         """What the collection names (titles, headings), for the hops to follow; read only when a plan has a hop."""
-        if len(plan.subqueries) < 2 or not isinstance(self.searcher, NameSource):
+        if len(plan.subqueries) < 2:
             return KnownNames()
-        return await self.searcher.known_names()
+        return await self._collection_names()
+
+    async def _collection_names(self) -> KnownNames:
+        """What the collection records (titles, headings, words): none when the searcher cannot tell."""
+        return await self.searcher.known_names() if isinstance(self.searcher, NameSource) else KnownNames()
 
     async def _abstain_reason(self, run: QueryRun, sources: list[Source]) -> str | None:
         """Score the question against each kept passage's sentences and, only if none of them answers, against the
@@ -345,10 +350,15 @@ class QueryWorkflow(Workflow):
         or a failing cross-encoder, does not abstain: the writer's own fallbacks take over."""
         if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval:
             return None
+        code = code_names(run.plan.query)
+        known = run.known_names if run.known_names.words or not code else await self._collection_names()
+        unwritten = unwritten_code_reason(code, known.unwritten_code(code))
+        if unwritten is not None:
+            return unwritten
         hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
         bar = abstain_bar(abstain_below=self.policy.abstain_below,
                           unknown_name_below=self.policy.abstain_unknown_name_below,
-                          unfound=unfound_names(code_names(run.plan.query), (passage_text(h) for h in hits.values())),
+                          unfound=unfound_names(code, (passage_text(h) for h in hits.values())),
                           joined_below=self.policy.abstain_joined_below)
         if not sources:
             return abstain_reason(answer_score([], []), bar)
