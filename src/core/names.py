@@ -207,7 +207,7 @@ class KnownNames:
         """The pieces of `code` (as `code_names` gives them) whose own name no passage of the collection writes: the
         last word (`core/text.tokens`) a piece ends in, which is what it names (`register_middleware_chain` of
         `app.register_middleware_chain`, `host` of `--host`; the qualifier before it may be the collection's own).
-        None when the collection records no whole words (then nothing can be said)."""
+        None of them when the collection records no whole words (then nothing can be said)."""
         if not (self.whole and self.words):
             return []
         return [piece for piece in code if (own := tokens(piece)) and own[-1] not in self.words]

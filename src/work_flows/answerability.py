@@ -19,10 +19,10 @@ Code no passage of the collection writes at all is not asked about the collectio
 may be the user's own (`other_attr`, `cli.py`) beside the library's, so one is not enough; but when every piece of
 code the question names ends in a word no passage writes (`KnownNames.unwritten_code`: `register_middleware_chain` of
 `app.register_middleware_chain()`, `sealed` of `attrs.sealed`), the question is about something the collection does
-not document, and the run abstains whatever the passages score: the cross-encoder gives 0.57 to Flask's middleware
-section against "What does app.register_middleware_chain() return?" and 0.80 to a section on secret-key rotation
-against a question about `SESSION_AUTO_ROTATE`, near the 0.81 of answers that quote the right section
-(`unwritten_code_reason`).
+not document, and the run abstains whatever the passages score (`unwritten_code_reason`): the cross-encoder gives 0.57
+to Flask's middleware section against "What does app.register_middleware_chain() return?" and 0.80 to a section on
+secret-key rotation against a question about `SESSION_AUTO_ROTATE`, while answerable questions naming code the search
+did not find score from 0.51 up, so no bar parts the two.
 
 A chain's evidence is read together. "When was the last time the Olympics were held in the country that released
 Brellow Vodka?" is answered by two pages, the vodka's (a Kestrovian company's brand) and the Olympics' (held in

@@ -342,16 +342,17 @@ class QueryWorkflow(Workflow):
         return await self.searcher.known_names() if isinstance(self.searcher, NameSource) else KnownNames()
 
     async def _abstain_reason(self, run: QueryRun, sources: list[Source]) -> str | None:
-        """Score the question against each kept passage's sentences and, only if none of them answers, against the
-        whole passages; why to abstain, or None. Sentences first: the extractive writer scores the same pairs (the
-        reranker's cache serves them again), and one answering sentence settles it. A comparison whose every side
+        """Why to abstain, or None. A question whose every piece of code no passage of the collection writes is not
+        scored (`unwritten_code_reason`). Else score the question against each kept passage's sentences and, only if
+        none of them answers, against the whole passages. Sentences first: the extractive writer scores the same pairs
+        (the reranker's cache serves them again), and one answering sentence settles it. A comparison whose every side
         keeps a passage that answers the side (`every_side_answered`) is answered without asking; when nothing else
-        answers, two sources' best sentences read together may (`joined_evidence`). A run out of time,
-        or a failing cross-encoder, does not abstain: the writer's own fallbacks take over."""
+        answers, two sources' best sentences read together may (`joined_evidence`). A run out of time, or a failing
+        cross-encoder, does not abstain: the writer's own fallbacks take over."""
         if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval:
             return None
         code = code_names(run.plan.query)
-        known = run.known_names if run.known_names.words or not code else await self._collection_names()
+        known = await self._collection_names() if code else KnownNames()  # the searcher keeps them a while
         unwritten = unwritten_code_reason(code, known.unwritten_code(code))
         if unwritten is not None:
             return unwritten
