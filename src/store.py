@@ -25,20 +25,18 @@ from qdrant_client.http import models as rest
 
 from .config import Settings
 from .core.errors import CollectionNotFoundError, IngestError, QdrantUnavailableError
-from .core.names import NAMES_KEY, WORDS_KEY, names_in_metadata
+from .core.names import NAMES_KEY, WORDS_KEY, names_in_metadata, word_beginnings
 from .core.sparse import encode_documents, encode_queries
 from .core.store_location import check_store_exists
-from .core.text import tokens
 
 EMBED_MODEL_KEY = "dagrag_embed_model"
 EMBED_DIM_KEY = "dagrag_embed_dim"
 # The names a collection knows travel in its metadata (one JSON document): enough for the titles and headings of a
 # large documentation set; past it, the names of the first pages ingested are kept.
 MAX_RECORDED_NAMES = 50_000
-# The words a collection's passages hold (whole), in the same document: a hop looks for a word only where some passage
-# has it, and a question about code no passage writes is not answered. Past this many, the collection records that it
-# has too many to list (WORDS_UNLISTED), and every word counts as held: a partial list would call words missing that
-# are not.
+# The words a collection's passages hold (`word_beginnings`), in the same document: a hop looks for a word only where
+# some passage has it. Past this many, the collection records that it has too many to list (WORDS_UNLISTED), and every
+# word counts as held: a partial list would call words missing that are not.
 MAX_RECORDED_WORDS = 200_000
 WORDS_UNLISTED = "unlisted"
 SCROLL_PAGE = 1024
@@ -121,7 +119,7 @@ def record_names(client: QdrantClient, collection: str, names: set[str]) -> None
 
 def record_words(client: QdrantClient, collection: str, nodes: list[BaseNode], *, existed: bool) -> None:
     """Add the words of `nodes` (`passage_words`) to those the collection records. A collection that `existed` before
-    this ingest and records no words yet (made elsewhere, or before whole words were recorded) first has every stored
+    this ingest and records no words yet (made elsewhere, or before words were recorded) first has every stored
     passage's words read, once, so that the list is whole; past MAX_RECORDED_WORDS it is WORDS_UNLISTED."""
     recorded = (getattr(client.get_collection(collection).config, "metadata", None) or {}).get(WORDS_KEY)
     if recorded == WORDS_UNLISTED:
@@ -138,8 +136,8 @@ def record_words(client: QdrantClient, collection: str, nodes: list[BaseNode], *
 
 
 def passage_words(node: BaseNode) -> set[str]:
-    """The words (`core/text.tokens`) of a passage, its title and its section."""
-    return set(tokens(f"{node.metadata.get('title', '')} {node.metadata.get('section', '')} {node.get_content()}"))
+    """The words (`word_beginnings`) of a passage, its title and its section."""
+    return word_beginnings(f"{node.metadata.get('title', '')} {node.metadata.get('section', '')} {node.get_content()}")
 
 
 def stored_words(client: QdrantClient, collection: str) -> set[str]:

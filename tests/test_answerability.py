@@ -9,9 +9,8 @@ import re
 import pytest
 
 from dagrag.agents.writer import NO_EVIDENCE_ANSWER
-from dagrag.core.names import KnownNames, Place, code_names, names_in_metadata, word_beginnings
+from dagrag.core.names import Place, code_names
 from dagrag.core.result import Source
-from dagrag.core.text import tokens
 from dagrag.work_flows.answerability import (
     AbstainBar,
     AnswerScore,
@@ -25,7 +24,6 @@ from dagrag.work_flows.answerability import (
     undocumented_side_reason,
     undocumented_sides,
     unfound_names,
-    unwritten_code_reason,
 )
 
 from .conftest import ROOT, ingested_workflow
@@ -80,31 +78,6 @@ def test_code_no_passage_found_contains_raises_the_bar() -> None:
     assert abstain_bar(abstain_below=0.1, unknown_name_below=0.5, unfound=[]) == AbstainBar(0.1)
     assert abstain_bar(abstain_below=0.1, unknown_name_below=0.0, unfound=["x.y"]) == AbstainBar(0.1)
     assert abstain_bar(abstain_below=0.0, unknown_name_below=0.5, unfound=["x.y"]) == AbstainBar(0.0)  # still off
-
-
-def test_code_counts_as_unwritten_when_no_passage_writes_the_word_it_ends_in() -> None:
-    collection = "Wrap app.wsgi_app to add middleware. SECRET_KEY_FALLBACKS rotates keys. Run on a --port."
-    known = KnownNames(words=frozenset(tokens(collection)), whole=True)
-    assert known.unwritten_code(["app.register_middleware_chain", "SESSION_AUTO_ROTATE", "app.wsgi_app",
-                                 "Flask.wsgi_app", "--host", "--port", "`run --port`"]) == [
-        "app.register_middleware_chain", "SESSION_AUTO_ROTATE", "--host"]  # the qualifier `app` does not count
-    # A collection that records only its words' beginnings (ingested before whole words were), or none, says nothing.
-    assert KnownNames(words=frozenset(word_beginnings(collection))).unwritten_code(["SESSION_AUTO_ROTATE"]) == []
-    assert KnownNames().unwritten_code(["SESSION_AUTO_ROTATE"]) == []
-    legacy = names_in_metadata({"dagrag_words": sorted(word_beginnings(collection))})
-    assert not legacy.whole and legacy.held(["middlewares", "sessions"]) == ["middlewares"]
-    recorded = names_in_metadata({"dagrag_whole_words": sorted(tokens(collection)), "dagrag_words": ["sessi"]})
-    assert recorded.whole and recorded.held(["middlewares", "sessions"]) == ["middlewares"]
-
-
-def test_a_question_abstains_when_the_collection_writes_none_of_the_code_it_names() -> None:
-    assert unwritten_code_reason(["app.register_middleware_chain"], ["app.register_middleware_chain"]) == (
-        "the question names app.register_middleware_chain, and no passage of the collection writes it")
-    assert unwritten_code_reason(["model_validator", "field_validator"], ["model_validator", "field_validator"]) == (
-        "the question names model_validator, field_validator, and no passage of the collection writes any of them")
-    # The user's own code beside the library's: "In a @d.default method, can I use self.other_attr?"
-    assert unwritten_code_reason(["d.default", "self.other_attr"], ["self.other_attr"]) is None
-    assert unwritten_code_reason([], []) is None
 
 
 def test_joined_evidence_reads_each_two_sources_best_sentences_together_in_source_order() -> None:
@@ -179,29 +152,6 @@ async def test_an_option_the_collection_never_mentions_abstains(docs_workflow) -
     assert "ABSTAIN_UNKNOWN_NAME_BELOW" in result.abstain_reason
     # Without the higher bar the passages on --line-ranges answer it well enough for ABSTAIN_BELOW.
     assert not (await docs_workflow(abstain_unknown_name_below=0.0).run(query=near_miss)).abstained
-
-
-FLASK_LIFECYCLE = ROOT / "experiments" / "data" / "docs_corpus" / "flask" / "docs" / "lifecycle.rst"
-
-
-@pytest.fixture(scope="module")
-def lifecycle_workflow(tmp_path_factory: pytest.TempPathFactory, embed_model, reranker):
-    folder = tmp_path_factory.mktemp("flask-lifecycle")
-    (folder / "lifecycle.rst").write_bytes(FLASK_LIFECYCLE.read_bytes())
-    return ingested_workflow(folder, folder / "qdrant", "lifecycle", embed_model, reranker)
-
-
-async def test_code_no_passage_of_the_collection_writes_abstains_though_a_passage_scores_well(lifecycle_workflow):
-    # Flask's page on middleware answers this invented method above ABSTAIN_UNKNOWN_NAME_BELOW (0.57 on its
-    # documentation): the passages found do not name it, and neither does any other passage of the collection.
-    question = "What does app.register_middleware_chain() return?"
-    result = await lifecycle_workflow().run(query=question)
-    assert result.abstained and result.abstain_reason == (
-        "the question names app.register_middleware_chain, and no passage of the collection writes it")
-    assert result.answer.startswith("The collection does not seem to answer this question.")
-    # The method the page does document is answered, qualified as the question likes.
-    answered = await lifecycle_workflow().run(query="What does app.wsgi_app do with middleware?")
-    assert not answered.abstained
 
 
 async def test_an_option_the_collection_documents_is_answered(docs_workflow) -> None:

@@ -323,9 +323,6 @@ def test_ingest_records_the_words_the_passages_hold_so_a_hop_can_tell_a_word_no_
     # A word counts by its first five letters (as a page explains a question's word), titles and headings too.
     assert known.held(["environment", "matrices", "variants", "lazy", "wheels", "quickest"]) == [
         "environment", "matrices", "variants"]
-    # Whole words too (headings' among them): code that ends in a word no passage writes is code the collection
-    # does not document.
-    assert known.unwritten_code(["env.matrix", "env.lazily", "env.lazy"]) == ["env.lazy"]
     ingest_nodes(settings, read_nodes(docs / "build.md"), embed_model)  # a later ingest adds its words
     assert asyncio.run(searcher.known_names()).held(["wheels", "hatchling", "variant"]) == [
         "wheels", "hatchling", "variant"]
@@ -345,16 +342,16 @@ def test_a_collection_that_recorded_no_words_has_every_stored_passage_read_once_
     monkeypatch.setattr(ingest, "record_words", lambda *args, **kwargs: None)  # a collection made before words
     ingest_nodes(settings, read_nodes(docs / "a.md"), embed_model)
     client = open_qdrant(settings)[0]
-    assert "dagrag_whole_words" not in client.get_collection("old").config.metadata
+    assert "dagrag_words" not in client.get_collection("old").config.metadata
     monkeypatch.undo()
     ingest_nodes(settings, read_nodes(docs / "b.md"), embed_model)
-    words = set(client.get_collection("old").config.metadata["dagrag_whole_words"])
-    assert {"frobnicate", "quietly", "gadgets", "widgets", "spin"} <= words  # a.md's words were read from the store
+    words = set(client.get_collection("old").config.metadata["dagrag_words"])
+    assert {"frobn", "quiet", "gadge", "widge", "spin"} <= words  # a.md's words were read from the store
 
     monkeypatch.setattr(store, "MAX_RECORDED_WORDS", 5)
     (docs / "c.md").write_text("# Sprockets\n\nSprockets mesh with cogs.\n")
     ingest_nodes(settings, read_nodes(docs / "c.md"), embed_model)
-    assert client.get_collection("old").config.metadata["dagrag_whole_words"] == store.WORDS_UNLISTED
+    assert client.get_collection("old").config.metadata["dagrag_words"] == store.WORDS_UNLISTED
     searcher = SearcherAgent(open_vector_store(settings), embed_model)
     assert asyncio.run(searcher.known_names()).held(["quickest", "sprockets"]) == ["quickest", "sprockets"]
 

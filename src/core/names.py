@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
@@ -62,10 +61,8 @@ MAX_NAME_CHARS = 80
 _RECORD = re.compile(r":\d+$")  # a JSON Lines record's source: "corpus.jsonl:12"
 NAMES_KEY = "dagrag_names"
 """The key of a collection's metadata that records the names it knows."""
-WORDS_KEY = "dagrag_whole_words"
-"""The key of a collection's metadata that records the words its passages hold (`core/text.tokens`, whole)."""
-BEGINNINGS_KEY = "dagrag_words"
-"""Where a collection ingested before whole words were recorded holds its passages' `word_beginnings` instead."""
+WORDS_KEY = "dagrag_words"
+"""The key of a collection's metadata that records the words its passages hold (`word_beginnings`)."""
 
 
 # The code a question names, which is spelled one way: a `span`, an --option or -x flag, a dotted or underscored
@@ -183,34 +180,19 @@ def word_beginnings(text: str) -> set[str]:
 @dataclass(frozen=True)
 class KnownNames:
     """What a collection knows: the names of its pages and sections (`names_of_page` over every chunk), and the words
-    its passages hold (`core/text.tokens`, whole; only their `word_beginnings` for a collection ingested before whole
-    words were recorded, `whole` False); either empty when the store recorded none."""
+    its passages hold (`word_beginnings`); either empty when the store recorded none."""
 
     keys: frozenset[str] = frozenset()
     words: frozenset[str] = frozenset()
-    whole: bool = False  # `words` are whole words, not their beginnings
 
     def knows(self, span: str) -> bool:
         return name_key(span) in self.keys
-
-    @cached_property
-    def _beginnings(self) -> frozenset[str]:
-        return frozenset(word[:MATCHING_LETTERS] for word in self.words)
 
     def held(self, words: Sequence[str]) -> list[str]:
         """The `words` (lower-case tokens) some passage of the collection has, in order: the only ones a search can
         find. A word of at least MATCHING_LETTERS letters counts by its beginning, as `unexplained_words` matches; all
         of them when the collection records no words (then nothing can be said)."""
-        return [word for word in words if not self.words or word[:MATCHING_LETTERS] in self._beginnings]
-
-    def unwritten_code(self, code: Sequence[str]) -> list[str]:
-        """The pieces of `code` (as `code_names` gives them) whose own name no passage of the collection writes: the
-        last word (`core/text.tokens`) a piece ends in, which is what it names (`register_middleware_chain` of
-        `app.register_middleware_chain`, `host` of `--host`; the qualifier before it may be the collection's own).
-        None of them when the collection records no whole words (then nothing can be said)."""
-        if not (self.whole and self.words):
-            return []
-        return [piece for piece in code if (own := tokens(piece)) and own[-1] not in self.words]
+        return [word for word in words if not self.words or word[:MATCHING_LETTERS] in self.words]
 
     def __bool__(self) -> bool:
         return bool(self.keys)
@@ -221,12 +203,8 @@ NO_NAMES = KnownNames()
 
 
 def names_in_metadata(metadata: Mapping[str, Any] | None) -> KnownNames:
-    """The names and words a collection's metadata records under NAMES_KEY and WORDS_KEY (BEGINNINGS_KEY for one
-    ingested before whole words were recorded); none when it records none."""
+    """The names and words a collection's metadata records under NAMES_KEY and WORDS_KEY (none when it records none)."""
     metadata = metadata or {}
-    names = frozenset(metadata.get(NAMES_KEY) or ())
-    # a list, or a word saying there were too many to list (store.WORDS_UNLISTED)
-    if isinstance(words := metadata.get(WORDS_KEY), list):
-        return KnownNames(names, frozenset(words), whole=True)
-    beginnings = metadata.get(BEGINNINGS_KEY)
-    return KnownNames(names, frozenset(beginnings) if isinstance(beginnings, list) else frozenset())
+    words = metadata.get(WORDS_KEY)  # a list, or a word saying there were too many to list (store.WORDS_UNLISTED)
+    return KnownNames(frozenset(metadata.get(NAMES_KEY) or ()),
+                      frozenset(words) if isinstance(words, list) else frozenset())

@@ -15,15 +15,6 @@ ABSTAIN_UNKNOWN_NAME_BELOW (0.5: the cross-encoder finds an answer more likely t
 the ones kept: at budget 2 a comparison's second side may have been found and not kept. Prose names are not held so:
 they have aliases, inflections and misspellings ("JFK", "Margaraviate") that a string test would take for absence.
 
-Code no passage of the collection writes at all is not asked about the collection. The names a question gives
-may be the user's own (`other_attr`, `cli.py`) beside the library's, so one is not enough; but when every piece of
-code the question names ends in a word no passage writes (`KnownNames.unwritten_code`: `register_middleware_chain` of
-`app.register_middleware_chain()`, `sealed` of `attrs.sealed`), the question is about something the collection does
-not document, and the run abstains whatever the passages score (`unwritten_code_reason`): the cross-encoder gives 0.57
-to Flask's middleware section against "What does app.register_middleware_chain() return?" and 0.80 to a section on
-secret-key rotation against a question about `SESSION_AUTO_ROTATE`, while answerable questions naming code the search
-did not find score from 0.51 up, so no bar parts the two.
-
 A chain's evidence is read together. "When was the last time the Olympics were held in the country that released
 Brellow Vodka?" is answered by two pages, the vodka's (a Kestrovian company's brand) and the Olympics' (held in
 Kestrovia in 2031), and neither, nor any of their sentences, answers it alone. So when nothing reaches the bar, each
@@ -113,17 +104,6 @@ def joined_evidence(sentences: Sequence[Sequence[str]], scores: Sequence[Sequenc
     best = [own[max(range(len(own)), key=marks.__getitem__)]
             for own, marks in zip(sentences, scores, strict=True) if own]
     return [f"{first} {second}" for first, second in combinations(best, 2)]
-
-
-def unwritten_code_reason(code: Sequence[str], unwritten: Sequence[str]) -> str | None:
-    """Why the answer should abstain when the question names `code` (as `code_names` gives it) and all of it is
-    `unwritten` (`KnownNames.unwritten_code`: no passage of the collection writes the word it ends in); None when the
-    question names no code or the collection writes some of it."""
-    if not code or set(code) - set(unwritten):
-        return None
-    named = ", ".join(code)
-    return (f"the question names {named}, and no passage of the collection writes "
-            f"{'it' if len(code) == 1 else 'any of them'}")
 
 
 def abstain_reason(best: AnswerScore, bar: AbstainBar, joined: float | None = None) -> str | None:

@@ -56,7 +56,6 @@ from .answerability import (
     undocumented_side_reason,
     undocumented_sides,
     unfound_names,
-    unwritten_code_reason,
 )
 from .events import (
     AnswerDrafted,
@@ -333,33 +332,23 @@ class QueryWorkflow(Workflow):
 
     async def _known_names(self, plan: ExecutedPlan) -> KnownNames:
         """What the collection names (titles, headings), for the hops to follow; read only when a plan has a hop."""
-        if len(plan.subqueries) < 2:
+        if len(plan.subqueries) < 2 or not isinstance(self.searcher, NameSource):
             return KnownNames()
-        return await self._collection_names()
-
-    async def _collection_names(self) -> KnownNames:
-        """What the collection records (titles, headings, words): none when the searcher cannot tell."""
-        return await self.searcher.known_names() if isinstance(self.searcher, NameSource) else KnownNames()
+        return await self.searcher.known_names()
 
     async def _abstain_reason(self, run: QueryRun, sources: list[Source]) -> str | None:
-        """Why to abstain, or None. A question whose every piece of code no passage of the collection writes is not
-        scored (`unwritten_code_reason`). Else score the question against each kept passage's sentences and, only if
-        none of them answers, against the whole passages. Sentences first: the extractive writer scores the same pairs
-        (the reranker's cache serves them again), and one answering sentence settles it. A comparison whose every side
+        """Score the question against each kept passage's sentences and, only if none of them answers, against the
+        whole passages; why to abstain, or None. Sentences first: the extractive writer scores the same pairs (the
+        reranker's cache serves them again), and one answering sentence settles it. A comparison whose every side
         keeps a passage that answers the side (`every_side_answered`) is answered without asking; when nothing else
-        answers, two sources' best sentences read together may (`joined_evidence`). A run out of time, or a failing
-        cross-encoder, does not abstain: the writer's own fallbacks take over."""
+        answers, two sources' best sentences read together may (`joined_evidence`). A run out of time,
+        or a failing cross-encoder, does not abstain: the writer's own fallbacks take over."""
         if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval:
             return None
-        code = code_names(run.plan.query)
-        known = await self._collection_names() if code else KnownNames()  # the searcher keeps them a while
-        unwritten = unwritten_code_reason(code, known.unwritten_code(code))
-        if unwritten is not None:
-            return unwritten
         hits = {hit.node.node_id: hit for ranked in run.ranked.values() for hit in ranked}
         bar = abstain_bar(abstain_below=self.policy.abstain_below,
                           unknown_name_below=self.policy.abstain_unknown_name_below,
-                          unfound=unfound_names(code, (passage_text(h) for h in hits.values())),
+                          unfound=unfound_names(code_names(run.plan.query), (passage_text(h) for h in hits.values())),
                           joined_below=self.policy.abstain_joined_below)
         if not sources:
             return abstain_reason(answer_score([], []), bar)
