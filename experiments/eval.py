@@ -40,12 +40,13 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evalkit.data import (
-    OUT_OF_COLLECTION,
+    ASIDE_TYPES,
     DataFormatError,
     Example,
     decomposition_plan,
     load_examples,
     load_out_of_collection,
+    load_own_code,
 )
 from evalkit.docs import docs_corpus, docs_corpus_folder
 from evalkit.metrics import (
@@ -310,11 +311,12 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in items:
             by_type[row["type"]].append(row)
-        # Out-of-collection questions have no gold to score: their own type shows how often they abstain.
-        answerable = [r for r in items if r["type"] != OUT_OF_COLLECTION]
+        # Out-of-collection questions have no gold to score: their own type shows how often they abstain. Own-code
+        # questions are asked beside a set's own: their type shows them, the set's numbers stay the set's.
+        answerable = [r for r in items if r["type"] not in ASIDE_TYPES]
         systems[name] = {**block(answerable), **telemetry(name, answerable),
                          "by_type": {t: block(v) for t, v in sorted(by_type.items())}}
-    baseline = {r["id"]: r for r in by_system.get(BASELINE, []) if r["type"] != OUT_OF_COLLECTION}
+    baseline = {r["id"]: r for r in by_system.get(BASELINE, []) if r["type"] not in ASIDE_TYPES}
     for name, items in by_system.items():
         paired = [(r, baseline[r["id"]]) for r in items if name != BASELINE and r["id"] in baseline]
         if paired:
@@ -440,7 +442,9 @@ def run_config(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return {"data": str(args.data), "data_sha256": hashlib.sha256(Path(args.data).read_bytes()).hexdigest(),
             "corpus": str(args.corpus) if args.corpus else None, "limit": args.limit, "seed": args.seed,
             "per_type": args.per_type, "budget": args.budget, "llm": settings.llm,
-            **({"out_of_collection": str(args.out_of_collection)} if args.out_of_collection else {})}
+            **({"out_of_collection": str(args.out_of_collection)} if args.out_of_collection else {}),
+            **({"own_code": [str(path) for path in args.own_code], "own_code_set": args.own_code_set}
+               if args.own_code else {})}
 
 
 def config_mismatches(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -557,7 +561,10 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     # same questions, not finished one system and never started the next.
     # A shard answers every N-th question; the corpus stays the whole set's, so its rows equal the unsharded run's.
     # Out-of-collection questions are asked against the same collection and add nothing to it.
-    everything = examples + (load_out_of_collection(Path(args.out_of_collection)) if args.out_of_collection else [])
+    # Own-code questions likewise: answerable from the same pages, counted apart.
+    everything = (examples + (load_out_of_collection(Path(args.out_of_collection)) if args.out_of_collection else [])
+                  + [example for path in args.own_code or []
+                     for example in load_own_code(Path(path), set_name=args.own_code_set)])
     asked = everything if args.shard is None else everything[args.shard[0] - 1::args.shard[1]]
     for example in asked:
         for name in (s for s in systems if s not in skipped):
@@ -680,6 +687,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out-of-collection", default=None,
                         help="JSONL of questions the collection does not answer ({question} per line), asked too: "
                         "their type's `abstained` is how often each system said so")
+    parser.add_argument("--own-code", action="append", default=None,
+                        help="(repeatable) docs questions JSONL (type own-code) that name the asker's own identifiers, "
+                        "asked too against the same pages; their type's numbers show them, apart from the set's")
+    parser.add_argument("--own-code-set", default=None,
+                        help="with --own-code: only its questions whose `set` is this name")
     parser.add_argument("--systems", default="single,dag,oracle,subq", help=f"comma list of {', '.join(SYSTEMS)}")
     parser.add_argument("--budget", type=int, default=4, help="most passages any system hands its writer")
     parser.add_argument("--concurrency", type=int, default=4, help="questions in flight")

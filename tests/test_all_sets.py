@@ -57,13 +57,15 @@ def test_an_answers_row_reads_match_and_abstaining_from_the_file(tmp_path, monke
         "set": "black", "budget": 4, "commit": "abc1234", "held_out": False, "config": {"budget": 4},
         "systems": {"single": single, "dag": dag}}), encoding="utf-8")
     rows = all_sets.answers_table().splitlines()
-    assert rows[2:] == ["| black docs | 4 | 0.250 | 0.500 | - | 0.125 | 0.750 (76 questions) | abc1234 |"]
+    assert rows[2:] == ["| black docs | 4 | 0.250 | 0.500 | - | 0.125 | - | 0.750 (76 questions) | abc1234 |"]
     dag.update(match_where_found=0.8, n_found=10)  # a file made since eval.py reports it
+    dag["by_type"]["own-code"] = {"n": 4, "recall": 1.0, "joint_recall": 1.0, "match": 0.5, "abstained": 0.25}
     (tmp_path / "black-k4.json").write_text(json.dumps({
         "set": "black", "budget": 4, "commit": "abc1234", "held_out": False, "config": {"budget": 4},
         "systems": {"single": single, "dag": dag}}), encoding="utf-8")
     assert all_sets.answers_table().splitlines()[2:] == [
-        "| black docs | 4 | 0.250 | 0.500 | 0.800 (10 questions) | 0.125 | 0.750 (76 questions) | abc1234 |"]
+        "| black docs | 4 | 0.250 | 0.500 | 0.800 (10 questions) | 0.125 | 0.250 (4 questions) | 0.750 (76 questions) "
+        "| abc1234 |"]
 
 
 def test_the_no_bridge_column_reads_its_own_system_on_docs_sets_only(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from .conftest import ROOT
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import all_sets
-from evalkit.data import DOCS_TYPES, load_examples
+from evalkit.data import DOCS_TYPES, load_examples, load_own_code
 from evalkit.docs import evidence_problems
 from evalkit.metrics import quoted_in
 
@@ -37,6 +37,16 @@ def test_each_quote_is_once_in_its_page_and_in_a_chunk_of_it(benchmark):
     unreachable = [f"{q.id}: {quote[:60]!r}" for q in questions for quote, page in zip(q.evidence, q.documents)
                    if not any(quoted_in(quote, chunk) for chunk in chunks[page])]
     assert unreachable == []
+
+
+@pytest.mark.parametrize("path", [p for p in all_sets.OWN_CODE if p.exists()], ids=lambda p: p.stem)
+def test_each_own_code_question_quotes_its_sets_pages_once(path):
+    by_set: dict[str, list] = defaultdict(list)
+    for question in load_own_code(path):
+        by_set[question.id.split("-own")[0]].append(question)
+    assert set(by_set) <= set(all_sets.BY_NAME) and sum(map(len, by_set.values())) >= 20
+    for name, questions in by_set.items():
+        assert evidence_problems(questions, all_sets.BY_NAME[name].corpus, unique=True) == [], name
 
 
 @pytest.mark.parametrize("benchmark", DOCS_SETS, ids=lambda s: s.name)

@@ -4,6 +4,7 @@ real eval run over a few of its documents (offline stack)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from collections import Counter
@@ -15,7 +16,7 @@ from .conftest import ROOT, SAMPLE
 sys.path.insert(0, str(ROOT / "experiments"))
 
 import eval as eval_script
-from evalkit.data import DOCS_TYPES, DataFormatError, Example, load_examples
+from evalkit.data import DOCS_TYPES, DataFormatError, Example, load_examples, load_own_code
 from evalkit.docs import docs_corpus_folder, evidence_problems
 from evalkit.metrics import evidence_recall, squash
 
@@ -102,6 +103,16 @@ def test_a_malformed_docs_record_names_file_line_and_problem(tmp_path, changes, 
         load_examples(path)
 
 
+def test_an_own_code_file_holds_own_code_questions_only(tmp_path):
+    path = tmp_path / "own.jsonl"
+    record = {"id": "x-own-01", "set": "x", "question": "q?", "answer": "a", "evidence": ["e"], "documents": ["d.md"]}
+    path.write_text(json.dumps(record | {"type": "fact"}) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=re.escape("own.jsonl:1: type must be 'own-code'")):
+        load_own_code(path)
+    path.write_text(json.dumps(record | {"type": "own-code"}) + "\n", encoding="utf-8")
+    assert [e.id for e in load_own_code(path)] == ["x-own-01"] and load_own_code(path, set_name="y") == []
+
+
 def test_evidence_recall_ignores_case_and_whitespace_and_needs_the_whole_quote():
     passages = ["| `b`<br>`beta`   | `1.0.0b0` |\n| `dev` | `1.0.0.dev0` |", "Setting the version\nis supported."]
     assert squash("  A\n\tB  c ") == "a b c"
@@ -165,18 +176,29 @@ def test_a_docs_run_scores_evidence_recall_from_what_retrieval_returned(tmp_path
     # The session's models (conftest), not a second copy loaded by the run.
     monkeypatch.setattr(eval_script, "build_embed_model", lambda *args, **kwargs: embed_model)
     monkeypatch.setattr(eval_script, "build_reranker", lambda *args, **kwargs: reranker)
+    # A question naming the asker's own code, from the same pages, is asked beside them and counted apart; one of
+    # another set is not asked.
+    code = next(q for q in subset if q.type == "code")
+    own = tmp_path / "own.jsonl"
+    own.write_text("".join(json.dumps({
+        "id": f"{name}-own-01", "set": name, "type": "own-code", "answer": code.answers[0],
+        "question": "my_pkg_internal lives under src/. Which option of the code version source fixes its imports?",
+        "evidence": code.evidence, "documents": code.documents}) + "\n" for name in ("hatch", "other")))
     out = tmp_path / "out"
     # One passage per question: the two-document question cannot have both of its quotes, whatever retrieval does.
     assert eval_script.main(["--data", str(data), "--corpus", str(corpus), "--systems", "single", "--budget", "1",
+                             "--own-code", str(own), "--own-code-set", "hatch",
                              "--index-dir", str(tmp_path / "index"), "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["corpus"] == str(corpus) and summary["config"]["corpus_paragraphs"] > 3
     single = summary["systems"]["single"]
-    assert single["n"] == 3 and set(single["by_type"]) == {"table", "code", "two-document"}
+    assert single["n"] == 3 and set(single["by_type"]) == {"table", "code", "two-document", "own-code"}
+    assert single["by_type"]["own-code"]["n"] == 1 and "recall" in single["by_type"]["own-code"]
 
     # Each question was scored on the one passage retrieval handed the writer: a chunk dagrag made of the corpus.
     chunks = {node.text for node in read_nodes(corpus)}
     rows = {r["type"]: r for r in map(json.loads, (out / "per_question.jsonl").read_text().splitlines())}
+    assert rows["own-code"]["id"] == "hatch-own-01"
     for question in subset:
         passages, (recall, joint) = scored[tuple(question.evidence)]
         assert len(passages) == 1 and passages[0] in chunks

@@ -72,7 +72,10 @@ def _from_shared(record: dict[str, Any], where: str) -> Example:
         decomposition=[d["question"] for d in decomposition] if isinstance(decomposition, list) else None)
 
 
-DOCS_TYPES = ("fact", "table", "code", "two-section", "two-document", "comparison")
+# "own-code": a question that names the asker's own identifiers (`my sync_repos command`), which no page contains;
+# reported on its own, apart from a set's headline numbers (eval.py --own-code).
+OWN_CODE = "own-code"
+DOCS_TYPES = ("fact", "table", "code", "two-section", "two-document", "comparison", OWN_CODE)
 
 
 def _from_docs(record: dict[str, Any], where: str) -> Example:
@@ -136,6 +139,8 @@ def _pick_parser(record: dict[str, Any]):
 
 
 OUT_OF_COLLECTION = "out-of-collection"
+# Questions asked against a set's collection beside its own, each type counted apart from the set's headline numbers.
+ASIDE_TYPES = (OUT_OF_COLLECTION, OWN_CODE)
 
 
 def load_out_of_collection(path: Path) -> list[Example]:
@@ -157,6 +162,26 @@ def load_out_of_collection(path: Path) -> list[Example]:
             raise DataFormatError(f"{path}:{number}: 'question' must be a non-empty string")
         examples.append(Example(id=f"ooc-{number}", question=question, answers=[], type=OUT_OF_COLLECTION,
                                 paragraphs=[], extra={k: v for k, v in record.items() if k != "question"}))
+    return examples
+
+
+def load_own_code(path: Path, *, set_name: str | None = None) -> list[Example]:
+    """Docs questions (`_from_docs`, each of type "own-code") that name the asker's own code, optionally only those
+    whose `set` is `set_name`: answerable from a docs set's pages, asked beside that set's questions."""
+    examples = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+        if not isinstance(record, dict):
+            raise DataFormatError(f"{path}:{number}: expected a JSON object")
+        if record.get("type") != OWN_CODE:
+            raise DataFormatError(f"{path}:{number}: type must be {OWN_CODE!r}")
+        if set_name is None or record.get("set") == set_name:
+            examples.append(_from_docs(record, f"{path}:{number}"))
     return examples
 
 
