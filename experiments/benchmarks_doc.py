@@ -198,7 +198,9 @@ writer.
 evidence was found* counts only the questions whose evidence was all handed to the writer, so it shows the writer's
 misses apart from retrieval's (HotpotQA-style yes/no questions never match: the offline writer quotes, it does not
 judge). An answer abstains when no kept passage answers the question (`ABSTAIN_BELOW`): the answerable column should be
-near 0. The last column asks each set's collection the questions of
+near 0. So should the next one, at budget 4 on the docs sets: answerable questions that name the asker's own code
+(`my build_all command`, which no page contains; `experiments/data/own_code_questions.jsonl` and the check set
+`own_code_check.jsonl`). The last column asks each set's collection the questions of
 `experiments/data/out_of_collection_check.jsonl` (other domains, other software, invented names and options),
 which none of them answers: it should be near 1.
 
