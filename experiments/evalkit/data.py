@@ -143,20 +143,31 @@ OUT_OF_COLLECTION = "out-of-collection"
 ASIDE_TYPES = (OUT_OF_COLLECTION, OWN_CODE)
 
 
+def _read(path: Path) -> str:
+    if not path.exists():
+        raise DataFormatError(f"{path}: no such file")
+    return path.read_text(encoding="utf-8")
+
+
+def _json_lines(path: Path, text: str) -> list[tuple[int, Any]]:
+    """Each non-blank line of `text` (the JSONL file at `path`) parsed, with its 1-based line number."""
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((number, json.loads(line)))
+        except json.JSONDecodeError as error:
+            raise DataFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+    return records
+
+
 def load_out_of_collection(path: Path) -> list[Example]:
     """Questions no benchmark collection answers ({question, kind?, split?} per line), as examples of type
     "out-of-collection": no gold answer, no paragraphs (they add nothing to a pooled corpus); scored by whether the
     answer abstains."""
-    if not path.exists():
-        raise DataFormatError(f"{path}: no such file")
     examples = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+    for number, record in _json_lines(path, _read(path)):
         question = record.get("question") if isinstance(record, dict) else None
         if not isinstance(question, str) or not question.strip():
             raise DataFormatError(f"{path}:{number}: 'question' must be a non-empty string")
@@ -169,13 +180,7 @@ def load_own_code(path: Path, *, set_name: str | None = None) -> list[Example]:
     """Docs questions (`_from_docs`, each of type "own-code") that name the asker's own code, optionally only those
     whose `set` is `set_name`: answerable from a docs set's pages, asked beside that set's questions."""
     examples = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+    for number, record in _json_lines(path, _read(path)):
         if not isinstance(record, dict):
             raise DataFormatError(f"{path}:{number}: expected a JSON object")
         if record.get("type") != OWN_CODE:
@@ -189,9 +194,7 @@ def load_examples(path: Path, *, limit: int | None = None, seed: int | None = No
                   per_type: int | None = None) -> list[Example]:
     """Every example in the file (format detected), optionally shuffled by `seed`, then at most `per_type` of
     each question type (in that order), then the first `limit`."""
-    if not path.exists():
-        raise DataFormatError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    text = _read(path)
     records: list[tuple[Any, str]]
     if text.lstrip().startswith("["):
         try:
@@ -200,14 +203,7 @@ def load_examples(path: Path, *, limit: int | None = None, seed: int | None = No
             raise DataFormatError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
         records = [(r, f"{path}: record {i}") for i, r in enumerate(data)]
     else:
-        records = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((json.loads(line), f"{path}:{number}"))
-            except json.JSONDecodeError as error:
-                raise DataFormatError(f"{path}:{number}: not valid JSON ({error.msg})") from None
+        records = [(record, f"{path}:{number}") for number, record in _json_lines(path, text)]
     examples = []
     for record, where in records:
         if not isinstance(record, dict):
