@@ -168,9 +168,17 @@ def citation_counts(result: QueryResult) -> dict[str, int]:
     return {"cited": cited, "valid": cited - sum(len(s.unknown_citations) for s in sentences)}
 
 
+def scored_answer(result: QueryResult) -> tuple[str, str | None]:
+    """The answer and concise answer that EM, F1 and match score: nothing when the run abstained. Its answer names
+    the closest sources ("The closest passages: [1] Nokia; ..."), whose titles may be the gold answer, and claims
+    none of them."""
+    return ("", None) if result.abstained else (result.answer, result.concise_answer)
+
+
 def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: TokenCounter) -> dict[str, Any]:
     features = result.retrieval_confidence_features
-    metrics = score(example, result.answer, [s.node_id for s in result.sources], [s.text for s in result.sources],
+    answer, concise = scored_answer(result)
+    metrics = score(example, answer, [s.node_id for s in result.sources], [s.text for s in result.sources],
                     tokens, {
                         "coverage_ratio": features.get("coverage_ratio", 0.0),
                         "support_rate": result.verification.support_rate or 0.0,
@@ -178,7 +186,7 @@ def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: To
                         "llm_tokens": (result.llm_calls.prompt_tokens or 0) + (result.llm_calls.completion_tokens or 0),
                         "llm_prompt_tokens": result.llm_calls.prompt_tokens or 0,
                         "latency_s": seconds, "abstained": float(result.abstained),
-                    }, concise=result.concise_answer)
+                    }, concise=concise)
     citations = citation_counts(result)
     return {"plan": result.plan.model_dump(mode="json"), "plan_origin": PlanOrigin(result.plan.origin).value,
             "citations": citations,

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from dagrag.core.result import QueryResult
+
 from .conftest import ROOT, SAMPLE, sample_records
 
 sys.path.insert(0, str(ROOT / "experiments"))
@@ -51,6 +53,16 @@ def test_answer_match_needs_whole_words_and_takes_the_best_alias():
     assert answer_match("She served as Chief of Protocol [1].", "Chief of Protocol") == 1.0
     assert answer_match("It has 13677 seats", "3,677") == 0.0
     assert best_over_aliases(exact_match, "NYC", ["New York City", "NYC"]) == 1.0
+
+
+def test_an_answer_that_abstains_is_scored_as_saying_nothing():
+    said = "The collection does not seem to answer this question. The closest passages: [1] Nokia; [2] Ericsson."
+    abstained = QueryResult.model_construct(answer=said, concise_answer=None, abstained=True)
+    assert eval_script.scored_answer(abstained) == ("", None)
+    answered = QueryResult.model_construct(answer="Nokia was founded in 1865 [1].", concise_answer="Nokia",
+                                           abstained=False)
+    assert eval_script.scored_answer(answered) == ("Nokia was founded in 1865 [1].", "Nokia")
+    assert answer_match(said, "Nokia") == 1.0  # what scoring the abstention's text would have credited
 
 
 def test_supporting_recall():

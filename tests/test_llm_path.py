@@ -173,3 +173,22 @@ async def test_a_small_models_answer_is_verified_offline_unless_verifier_llm(ser
     server.script("planner", json.dumps(GOOD_PLAN))
     result = await make_workflow(llm=small, verifier="llm").run(query=QUESTION)
     assert result.verification.method == "llm" and len(server.requests_of("verifier")) == 1
+
+
+async def test_a_writer_that_says_the_sources_do_not_answer_makes_the_run_abstain(server, llm_workflow):
+    server.script("planner", json.dumps(GOOD_PLAN))
+    server.script("writer", "Answer: unknown\nThe sources say nothing about nationality [1].")
+    result = await llm_workflow().run(query=QUESTION)
+    assert result.abstained and result.concise_answer is None
+    assert "said they do not answer the question: The sources say nothing about nationality [1]." in (
+        result.abstain_reason)
+    assert result.answer.startswith("The collection does not seem to answer this question. The closest passages: [1] ")
+    assert result.sources  # the closest sources are still listed
+    # nothing was claimed, so nothing is verified: no verifier call, no backtrack
+    assert result.verification.method.startswith("none") and not server.requests_of("verifier")
+    assert [c.agent for c in result.llm_calls.calls] == ["planner", "writer"]
+
+    server.script("planner", json.dumps(GOOD_PLAN))  # abstaining off (ABSTAIN_BELOW 0): the model's words stand
+    server.script("writer", "Answer: unknown\nThe sources say nothing about nationality [1].")
+    result = await llm_workflow(abstain_below=0).run(query=QUESTION)
+    assert not result.abstained and result.answer == "The sources say nothing about nationality [1]."

@@ -15,7 +15,7 @@ from dagrag.agents.resolver import RESOLVER_SYSTEM
 from dagrag.agents.verifier import VERDICTS_SCHEMA, VERIFIER_SYSTEM
 from dagrag.agents.writer import WRITER_SYSTEM
 from dagrag.core.plan import Plan, parent_references, validate_plan
-from dagrag.core.replies import split_concise_answer
+from dagrag.core.replies import declines, split_concise_answer
 from dagrag.testing.openai_server import AGENT_MARKERS
 
 SYSTEM_PROMPTS = {
@@ -113,6 +113,19 @@ def test_reply_schemas_are_strict_and_describe_their_fields(schema):
 ])
 def test_the_concise_answer_line_is_split_from_the_cited_text(reply, concise, text):
     assert split_concise_answer(reply) == (concise, text)
+
+
+@pytest.mark.parametrize(("reply", "declined"), [
+    ("Answer: unknown\nThe sources do not say when Ericsson was founded.", True),
+    ("**Answer:** Unknown [1].", True),
+    ("\nAnswer: cannot be determined", True),
+    ("Answer: none\nNeither of them was born in Ohio [1][2].", False),  # "none" answers "which of them?"
+    ("Answer: Nokia\nNokia was founded in 1865 [1].", False),
+    ("The sources do not say. Answer: unknown", False),  # only an answer line that opens the reply
+    ("unknown", False),
+])
+def test_a_reply_declines_when_its_answer_line_says_the_sources_do_not_answer(reply, declined):
+    assert declines(reply) is declined
 
 
 def test_a_long_answer_line_is_not_a_concise_answer():

@@ -20,7 +20,7 @@ from llama_index.core import PromptTemplate
 from ..core.language import ENGLISH, Language
 from ..core.markup import plain
 from ..core.plan import ExecutedPlan
-from ..core.replies import split_concise_answer
+from ..core.replies import declines, split_concise_answer
 from ..core.result import RunLedger, Source, WrittenAnswer
 from ..core.roles import Reranker
 from ..core.sources import fence_sources, source_title
@@ -324,7 +324,7 @@ class WriterAgent:
                     agent="writer", ledger=ledger, max_tokens=WRITER_MAX_TOKENS,
                 )
                 concise, text = split_concise_answer(reply)
-                return WrittenAnswer(text=text, concise=concise)
+                return WrittenAnswer(text=text, concise=concise, declined=declines(reply))
             except Exception as error:
                 ledger.degrade("writer", describe_error(error), "extractive writer")
         try:

@@ -86,6 +86,9 @@ def extract_json_objects(text: str) -> list[dict[str, Any]]:
 ANSWER_LINE = re.compile(r"^\s*\**\s*(?:final\s+|short\s+)?answer\s*\**\s*:\s*\**\s*(.*?)\s*\**\s*$", re.IGNORECASE)
 _CITATION = re.compile(r"\s*\[\d+\]")
 NO_ANSWER_WORDS = {"unknown", "none", "n/a", "not stated", "not given", "cannot be determined"}
+# The answers that say the sources do not answer: the writer's prompt asks for "Answer: unknown". Not "none", which
+# answers "Which of them ...?" as well.
+DECLINING_WORDS = NO_ANSWER_WORDS - {"none"}
 MAX_CONCISE_CHARS = 200  # a longer "short answer" is not one: it stays part of the answer text
 
 
@@ -110,3 +113,14 @@ def split_concise_answer(reply: str) -> tuple[str | None, str]:
     if concise.lower() in NO_ANSWER_WORDS:
         return None, rest or concise
     return concise, rest or concise
+
+
+def declines(reply: str) -> bool:
+    """Whether `reply` opens with an answer line that declines to answer ("Answer: unknown", "Answer: Unknown [1]."),
+    as the writer's prompt asks when the sources do not answer the question."""
+    first = next((line for line in reply.strip().splitlines() if line.strip()), "")
+    match = ANSWER_LINE.match(first)
+    if match is None:
+        return False
+    said = _CITATION.sub("", match.group(1)).strip().rstrip(".").strip().lower()
+    return said in DECLINING_WORDS

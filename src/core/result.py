@@ -150,6 +150,9 @@ class WrittenAnswer(BaseModel):
     concise: str | None = None
     abstain_reason: str | None = Field(
         None, description="Set when the answer says the collection does not answer the question, and why.")
+    declined: bool = Field(
+        False, description="The writer read the sources and said they do not answer the question (an LLM's "
+        "\"Answer: unknown\"); the workflow decides whether the run abstains.")
 
 
 class QueryResult(BaseModel):

@@ -27,6 +27,10 @@ A comparison is answered side by side (`every_side_answered`), and a side the co
 (`undocumented_sides`: nothing its own search found mentions it, is headed by it or scores ABSTAIN_BELOW for it) makes
 the run abstain, naming the side: "fastapi vs flask?" asked of Flask's documentation is not a comparison it can answer.
 
+With an LLM writing, the model reads the kept passages as well, and may still find that they do not answer ("Answer:
+unknown", as its prompt asks): the run then abstains as if the cross-encoder had (`declined_reason`), with the
+model's words on what the passages lack as the reason, and nothing is verified.
+
 Whole passages and single sentences both count because each misses cases the other catches: a table row or a list
 is one "sentence" that reads as noise alone, and a long passage buries the one sentence that answers. The question
 is what is judged, never a subquery: a subquery's passage can be a perfect answer to the subquery (the page of the
@@ -44,7 +48,8 @@ from itertools import combinations
 from ..agents.writer import NO_EVIDENCE_ANSWER
 from ..core.markup import plain
 from ..core.names import Place, headed_by, names_all
-from ..core.result import Source
+from ..core.replies import DECLINING_WORDS
+from ..core.result import Source, WrittenAnswer
 from ..core.sources import source_title
 
 
@@ -181,6 +186,20 @@ def undocumented_side_reason(sides: Sequence[str], bar: float) -> str | None:
     named = ", ".join(repr(side) for side in sides)
     return (f"the collection does not document {named}: nothing the side's own search found mentions it, is headed by "
             f"it or scores ABSTAIN_BELOW {bar} for it")
+
+
+def declined_reason(answer: WrittenAnswer, abstain_below: float) -> str | None:
+    """Why the run abstains when the writer itself said the sources do not answer (`answer.declined`: an LLM's
+    "Answer: unknown"), or None: it did not, or abstaining is off (`abstain_below` 0, ABSTAIN_BELOW).
+
+    The cross-encoder reads topic, not answerability: "How do I register my pytest fixture with Flask's test client?"
+    scores Flask's testing page well, and an LLM that reads the page can still find nothing there that answers. Its
+    answer "unknown" is then an abstention like the cross-encoder's, shown and counted as one."""
+    if not answer.declined or abstain_below <= 0:
+        return None
+    said = " ".join(answer.text.split())
+    lacks = f": {said}" if said and said.casefold() not in DECLINING_WORDS else ""
+    return f"the writer read the kept passages and said they do not answer the question{lacks}"
 
 
 def abstention_text(sources: Sequence[Source], *, closest: int = 3, undocumented: Sequence[str] = ()) -> str:

@@ -7,6 +7,7 @@
                                                                           \\--> BacktrackQueued --backtrack-->
                                                                                EvidenceGathered (once)
                      \\--judge--> AnswerDrafted (no kept passage answers: the answer abstains) --verify--> StopEvent
+    (the writer says the sources do not answer, an LLM's "Answer: unknown": write's AnswerDrafted abstains too)
 
 Streamed for progress (small summaries, progress.py): PlanChosen, LayerStarted, SubqueryDone, LayerDone,
 HopAdded (a deeper bridge hop joined the plan), AnswerWritten, VerificationDone, and LLMProgress from each
@@ -51,6 +52,7 @@ from .answerability import (
     abstain_reason,
     abstention_text,
     answer_score,
+    declined_reason,
     every_side_answered,
     joined_evidence,
     undocumented_side_reason,
@@ -270,6 +272,8 @@ class QueryWorkflow(Workflow):
         if answer is None:
             run.record_partial("writing")
             answer = WrittenAnswer(text=self.writer.lead_sentences(ev.sources))
+        if (reason := declined_reason(answer, self.policy.abstain_below)) is not None:
+            answer = WrittenAnswer(text=abstention_text(ev.sources), abstain_reason=reason)
         run.add_time("write_s", time.perf_counter() - started)
         drafted = AnswerDrafted(run=run, sources=ev.sources, answer=answer)
         ctx.write_event_to_stream(AnswerWritten.of(answer.text, ev.sources))
