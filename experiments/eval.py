@@ -193,7 +193,7 @@ def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: To
             "valid_citation_rate": round(citations["valid"] / citations["cited"], 4) if citations["cited"] else None,
             "sources": [{"title": s.metadata.get("title"), "subquery_id": s.subquery_id,
                          "rank_in_subquery": s.rank_in_subquery, "score": s.score} for s in result.sources],
-            "answer": result.answer, "concise_answer": result.concise_answer,
+            "answer": result.answer, "concise_answer": result.concise_answer, "abstain_reason": result.abstain_reason,
             "degradations": [d.model_dump() for d in result.degradations],
             "metrics": metrics}
 
