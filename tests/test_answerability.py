@@ -10,7 +10,7 @@ import pytest
 
 from dagrag.agents.writer import NO_EVIDENCE_ANSWER
 from dagrag.core.names import Place, code_names
-from dagrag.core.result import Source
+from dagrag.core.result import Source, WrittenAnswer
 from dagrag.work_flows.answerability import (
     AbstainBar,
     AnswerScore,
@@ -18,12 +18,14 @@ from dagrag.work_flows.answerability import (
     abstain_reason,
     abstention_text,
     answer_score,
+    declined_reason,
     every_side_answered,
     joined_evidence,
     mentions,
     undocumented_side_reason,
     undocumented_sides,
     unfound_names,
+    what_the_writer_said,
 )
 
 from .conftest import ROOT, ingested_workflow
@@ -269,3 +271,16 @@ async def test_two_pages_that_answer_only_together_are_not_an_abstention(chain_w
     # The same pages still do not answer a question from another domain, joined or not.
     other = await chain_workflow().run(query=OTHER_DOMAIN)
     assert other.abstained and "ABSTAIN_JOINED_BELOW 0.9" in other.abstain_reason
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("The sources say nothing about nationality [1].", "The sources say nothing about nationality [1]."),
+    ("unknown", ""), ("Unknown.", ""),
+])
+def test_a_declining_writer_abstains_with_its_own_words_unless_abstaining_is_off(text, said):
+    declined = WrittenAnswer(text=text, declined=True)
+    assert what_the_writer_said(declined) == said
+    reason = declined_reason(declined, 0.1)
+    assert reason is not None and reason.endswith(f": {said}" if said else "the question")
+    assert declined_reason(declined, 0.0) is None  # ABSTAIN_BELOW 0: abstaining is off
+    assert declined_reason(WrittenAnswer(text=text), 0.1) is None  # a writer that answered does not abstain

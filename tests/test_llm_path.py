@@ -183,6 +183,7 @@ async def test_a_writer_that_says_the_sources_do_not_answer_makes_the_run_abstai
     assert "said they do not answer the question: The sources say nothing about nationality [1]." in (
         result.abstain_reason)
     assert result.answer.startswith("The collection does not seem to answer this question. The closest passages: [1] ")
+    assert result.answer.endswith(". The sources say nothing about nationality [1].")  # the model's words are kept
     assert result.sources  # the closest sources are still listed
     # nothing was claimed, so nothing is verified: no verifier call, no backtrack
     assert result.verification.method.startswith("none") and not server.requests_of("verifier")

@@ -197,17 +197,25 @@ def declined_reason(answer: WrittenAnswer, abstain_below: float) -> str | None:
     answer "unknown" is then an abstention like the cross-encoder's, shown and counted as one."""
     if not answer.declined or abstain_below <= 0:
         return None
+    said = what_the_writer_said(answer)
+    return f"the writer read the kept passages and said they do not answer the question{f': {said}' if said else ''}"
+
+
+def what_the_writer_said(answer: WrittenAnswer) -> str:
+    """The declining writer's own words on what the passages lack, on one line ("" when it said only "unknown")."""
     said = " ".join(answer.text.split())
-    lacks = f": {said}" if said and said.casefold() not in DECLINING_WORDS else ""
-    return f"the writer read the kept passages and said they do not answer the question{lacks}"
+    return "" if said.casefold().rstrip(".") in DECLINING_WORDS else said
 
 
-def abstention_text(sources: Sequence[Source], *, closest: int = 3, undocumented: Sequence[str] = ()) -> str:
+def abstention_text(sources: Sequence[Source], *, closest: int = 3, undocumented: Sequence[str] = (),
+                    writer_said: str = "") -> str:
     """The answer when the run abstains: that the collection does not answer, or what of the question it does not
-    document (a comparison's `undocumented` sides), and where it came closest."""
+    document (a comparison's `undocumented` sides), where it came closest, and what a declining writer said of the
+    passages (`writer_said`), kept so that nothing it read is lost."""
     if not sources:
         return NO_EVIDENCE_ANSWER
     near = "; ".join(f"[{n}] {source_title(s)}" for n, s in enumerate(sources[:closest], start=1))
     missing = (f"document {', '.join(repr(side) for side in undocumented)}" if undocumented
                else "answer this question")
-    return f"The collection does not seem to {missing}. The closest passages: {near}."
+    return f"The collection does not seem to {missing}. The closest passages: {near}." + (
+        f" {writer_said}" if writer_said else "")

@@ -58,6 +58,7 @@ from .answerability import (
     undocumented_side_reason,
     undocumented_sides,
     unfound_names,
+    what_the_writer_said,
 )
 from .events import (
     AnswerDrafted,
@@ -273,7 +274,8 @@ class QueryWorkflow(Workflow):
             run.record_partial("writing")
             answer = WrittenAnswer(text=self.writer.lead_sentences(ev.sources))
         if (reason := declined_reason(answer, self.policy.abstain_below)) is not None:
-            answer = WrittenAnswer(text=abstention_text(ev.sources), abstain_reason=reason)
+            answer = WrittenAnswer(text=abstention_text(ev.sources, writer_said=what_the_writer_said(answer)),
+                                   abstain_reason=reason)
         run.add_time("write_s", time.perf_counter() - started)
         drafted = AnswerDrafted(run=run, sources=ev.sources, answer=answer)
         ctx.write_event_to_stream(AnswerWritten.of(answer.text, ev.sources))
