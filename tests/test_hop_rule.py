@@ -12,7 +12,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from dagrag import QueryWorkflow, Settings
 from dagrag.agents.rule_planner import bridge_plan, plan_offline
-from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan, single_query_plan
+from dagrag.core.plan import Hints, Plan, PlanOrigin, SubQuery, finalize_plan, layer_plan, single_query_plan
 from dagrag.core.result import SubqueryReport
 from dagrag.core.text import unexplained_words
 from dagrag.work_flows.evidence import offers, select_sources, sources_within
@@ -22,9 +22,11 @@ from dagrag.work_flows.hopping.skip import (
     STANDS_OUT,
     bridge_parent,
     deferred_order,
+    document_of,
     evidence_order,
     hop_notes,
     passages_handed_over,
+    question_page_passages,
     skip_reason,
 )
 from dagrag.work_flows.policy import RetrievalPolicy, kept_per_subquery, needs_retry, path_of, pool_size
@@ -291,6 +293,65 @@ def test_no_unfound_hop_passage_bids_before_a_passage_the_question_found(s1_scor
     found = [i for i, o in enumerate(order) if o.subquery_id == "s1" and o.score >= POLICY.coverage_min_score]
     assert all(order.index(o) > found[-1] for o in unfound) if found else order == deferred_order(
         POLICY, run, offered)
+
+
+# --- pure: rule 5, a hop's passages from the question's best document -----------------------------------------
+
+def test_a_hops_runner_up_from_the_questions_best_document_goes_after_the_questions_found_passages():
+    run = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.97, "Hop"),
+                      passage("h2", "The installer page's sections again.", 0.5, "Installer"))
+    assert kept(run, 4) == ["a", "h1", "b", "c"]  # in turn order h2 took the fourth slot from c, the question's third
+    assert kept(run, 4, replace(POLICY, bridge_when_needed=False)) == ["a", "h1", "b", "h2"]
+    assert hop_notes(POLICY, run) == ["s2's passage ranked 2 went after s1's found passages: it is from s1's best "
+                                      "document ('Installer'), whose sections s1's search ranked without it"]
+    # from another page, it is where the hop went: it keeps its turn
+    elsewhere = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.97, "Hop"),
+                            passage("h2", "The hop page's second section.", 0.5, "Hop"))
+    assert kept(elsewhere, 4) == ["a", "h1", "b", "h2"] and hop_notes(POLICY, elsewhere) == []
+    # the question's search ranked it too: two searches found it, and it keeps its turn
+    ranked_twice = covered_hop(uv_run(explained=False), passage("h1", "Hop page.", 0.97, "Hop"),
+                               passage("h2", "More on installers.", 0.5, "Installer"))
+    assert kept(ranked_twice, 4) == ["a", "h1", "b", "h2"]  # h2 is c's text, which s1's search ranked third
+
+
+def test_a_deeper_hops_runner_up_from_the_questions_best_document_goes_after_the_questions_found_passages():
+    run = uv_run(explained=False)  # the chain grown by a deeper hop, as hopping/deeper.py grows it
+    deeper = SubQuery(id="s3", text="{s2} installer plugins", parents=["s2"], role="hop")
+    grown = run.plan.model_copy(update={"subqueries": [*run.plan.subqueries, deeper]})
+    run.plan = grown.model_copy(update={"layers": layer_plan(grown)})
+    covered_hop(run, passage("h1", "Hop page.", 0.97, "Hop"), passage("h2", "Hop page, second.", 0.9, "Hop"))
+    run.ranked["s3"] = [passage("d1", "The installer page, its plugins section.", 0.99, "Installer"),
+                        passage("d2", "The installer page once more.", 0.9, "Installer")]
+    run.reports["s3"] = SubqueryReport(id="s3", text="", layer=2, status="covered", best_score=0.99)
+    assert [sq.role for sq in run.plan.subqueries] == ["question", "bridge", "hop"]
+    offered = offers(run.plan, passages_handed_over(POLICY, run), per_subquery=1)
+    assert [o.hit.node.node_id for o in question_page_passages(POLICY, run, offered)] == ["d2"]
+    # the deeper hop's best keeps its turn: it is what the hop's words were missing
+    assert kept(run, 5) == ["a", "h1", "d1", "b", "h2"]
+    assert kept(run, 5, replace(POLICY, bridge_when_needed=False)) == ["a", "h1", "d1", "b", "h2"]
+    assert kept(run, 6) == ["a", "h1", "d1", "b", "h2", "c"]  # in turn order d2 took the sixth slot from c
+    assert kept(run, 6, replace(POLICY, bridge_when_needed=False)) == ["a", "h1", "d1", "b", "h2", "d2"]
+
+
+@given(s1_scores=st.lists(st.floats(0, 1), min_size=1, max_size=5),
+       hop_scores=st.lists(st.floats(0, 1), min_size=1, max_size=4),
+       hop_pages=st.lists(st.sampled_from(["Question page", "Other page"]), min_size=4, max_size=4))
+def test_no_hop_passage_from_the_questions_best_document_bids_before_a_passage_the_question_found(
+        s1_scores, hop_scores, hop_pages):
+    """The property of rule 5: it moves only hop passages from the question's best document that the question's
+    search did not rank, every other passage keeps its place relative to the others, and none of those moved bids
+    before a found passage of the question's."""
+    run = run_of(bridge_plan(UV), UV)
+    run.ranked["s1"] = [passage(f"q{i}", f"Question passage {i}.", score, "Question page")
+                        for i, score in enumerate(sorted(s1_scores, reverse=True))]
+    covered_hop(run, *(passage(f"h{i}", f"Hop passage {i}.", score, hop_pages[i])
+                       for i, score in enumerate(sorted(hop_scores, reverse=True))))
+    offered = offers(run.plan, passages_handed_over(POLICY, run), per_subquery=1)
+    order, moved = evidence_order(POLICY, run, offered), question_page_passages(POLICY, run, offered)
+    assert sorted(map(id, order)) == sorted(map(id, offered))
+    assert all(o.subquery_id == "s2" and o.rank > 0 and document_of(o.hit) == "Question page" for o in moved)
+    found = [i for i, o in enumerate(order) if o.subquery_id == "s1" and o.score >= POLICY.coverage_min_score]
+    assert all(order.index(o) > found[-1] for o in moved)
 
 
 def test_a_one_subquery_plan_is_the_single_path_and_draws_enough_candidates_for_the_whole_budget():

@@ -5,7 +5,7 @@ s2 = `{s1} <the question>` searches again about the entities s1's best page name
 when the question describes something s1's page only leads to ("the actress who played Nora Quill in Salt
 and Ember" → the film's page names Lena Marwick → her page holds "Harbour Commissioner"). When s1's own
 passages already hold the answer, the hop only takes context budget away from them. So, for that generic
-bridge hop (`bridge_parent`), three rules, and a fourth for every hop; all off with BRIDGE_WHEN_NEEDED=false:
+bridge hop (`bridge_parent`), three rules, and two more for every hop; all off with BRIDGE_WHEN_NEEDED=false:
 
 1. **Skip the hop when one document already explains the question** (`skip_reason`, asked before the hop's
    layer is searched). s1 is covered, and its best passage, read together with the other passages of the
@@ -44,6 +44,16 @@ bridge hop (`bridge_parent`), three rules, and a fourth for every hop; all off w
    which held the answer). So every passage of a hop (the generic bridge hop and the
    deeper ones) scoring under COVERAGE_MIN_SCORE bids after the last passage the question's search found. A
    comparison's sides keep their turns: a side needs its own document, whatever its scores.
+5. **A hop's runner-ups from the question's best document go after the question's found passages**
+   (`question_page_passages`). A hop's best passage is what its search was for (rule 3 places the bridge hop's);
+   its lower-ranked passages from the page the question's best passage is from, which the question's search did
+   not rank at all, are that page's sections ranked again with the question's words, and the question's own search
+   has already judged that page. In turn order such a passage took a slot from a passage the question found ("My
+   group prints its help page when somebody runs it with no subcommand. What exit status does the process return
+   then?": the hop's second passage from the question's best page, at 0.126, in place of the question's third, at
+   0.649, which held the answer). So every such runner-up of a hop (the generic bridge hop and the deeper ones)
+   bids after the last passage the question's search found. A hop's best passage, and its passages from any other
+   page, keep their turns: a deeper hop's best on the question's page is often what its words were missing.
 
 Measured on the benchmark sets (a documentation set and multi-hop QA sets, budgets 2 and 4): ARCHITECTURE.md,
 "A bridge hop only when the question needs one".
@@ -220,6 +230,36 @@ def _unfound_moved(policy: RetrievalPolicy, run: QueryRun, order: list[Offer]) -
     return [o for o in order[:last + 1] if id(o) not in moved] + unfound + order[last + 1:], unfound
 
 
+def _question_page_moved(policy: RetrievalPolicy, run: QueryRun,
+                         order: list[Offer]) -> tuple[list[Offer], list[Offer]]:
+    """Rule 5 over an order of offers: the order with the hops' passages from the question's best document that the
+    question's search did not rank moved right after the question's last found passage, and those passages (see
+    `question_page_passages`)."""
+    plan = run.plan
+    last = (_last_found_by_question(policy, plan, order)
+            if policy.bridge_when_needed and run.reranked() else None)
+    if last is None:
+        return order, []
+    question = {sq.id for sq in plan.subqueries if sq.role == "question"}
+    question_best = next(o for o in order if o.subquery_id in question and o.rank == 0)
+    page, ranked_by_question = document_of(question_best.hit), {o.key for o in order if o.subquery_id in question}
+    hops = {sq.id for sq in plan.subqueries if sq.role in ("bridge", "hop")}
+    moved = [o for o in order[:last] if o.subquery_id in hops and o.rank > 0
+             and o.key not in ranked_by_question and document_of(o.hit) == page]
+    if not moved:
+        return order, []
+    ids = {id(offer) for offer in moved}
+    return [o for o in order[:last + 1] if id(o) not in ids] + moved + order[last + 1:], moved
+
+
+def question_page_passages(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
+    """Rule 5 over an order of offers: the hops' passages (roles `bridge` and `hop`) below each one's best, from the
+    document the question's best passage is from, that the question's search did not rank and that bid before the
+    last passage that search found (at or above COVERAGE_MIN_SCORE). None without the cross-encoder's
+    probabilities."""
+    return _question_page_moved(policy, run, offered)[1]
+
+
 def unfound_hop_passages(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
     """Rule 4 over an order of offers: the hops' passages (roles `bridge` and `hop`) scoring under
     COVERAGE_MIN_SCORE that bid before the last passage the question's search found (at or above it). None
@@ -228,9 +268,10 @@ def unfound_hop_passages(policy: RetrievalPolicy, run: QueryRun, offered: list[O
 
 
 def evidence_order(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[Offer]:
-    """The run's turn order with rules 3 and 4 applied: a deferred bridge hop's best passage right after its
-    parent's next; then the hops' passages their searches did not find right after the question's last found one."""
-    return _unfound_moved(policy, run, deferred_order(policy, run, offered))[0]
+    """The run's turn order with rules 3, 4 and 5 applied: a deferred bridge hop's best passage right after its
+    parent's next; then the hops' passages their searches did not find, then their other passages from the
+    question's best document, right after the question's last found one."""
+    return _question_page_moved(policy, run, _unfound_moved(policy, run, deferred_order(policy, run, offered))[0])[0]
 
 
 def deferral_note(deferral: BridgeDeferral) -> str:
@@ -257,14 +298,29 @@ def unfound_notes(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) 
             for o in unfound if o.hit.node.node_id in before and o.hit.node.node_id not in kept]
 
 
+def question_page_notes(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[str]:
+    """Rule 5's notes: each hop passage from the question's best document that it moved out of the context budget."""
+    unfound_applied = _unfound_moved(policy, run, deferred_order(policy, run, offered))[0]
+    order, moved = _question_page_moved(policy, run, unfound_applied)
+    if not moved:
+        return []
+    before = {source.node_id for source in sources_within(unfound_applied, budget=policy.context_budget)}
+    kept = {source.node_id for source in sources_within(order, budget=policy.context_budget)}
+    question = next(sq.id for sq in run.plan.subqueries if sq.role == "question")
+    return [f"{o.subquery_id}'s passage ranked {o.rank + 1} went after {question}'s found passages: it is from "
+            f"{question}'s best document ({document_of(o.hit)!r}), whose sections {question}'s search ranked without it"
+            for o in moved if o.hit.node.node_id in before and o.hit.node.node_id not in kept]
+
+
 def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
     """What the rule did to the plan, for its notes: hops skipped, hops whose passages were held back, hops whose
-    best passage went after their parent's next, and hops' unfound passages that left the budget (rule 4)."""
+    best passage went after their parent's next, and hops' passages that left the budget (rules 4 and 5)."""
     notes = [f"{sq_id} skipped: {reason}" for sq_id, reason in run.skipped_hops.items()]
     handed = passages_handed_over(policy, run)
     offered = offers(run.plan, handed, per_subquery=kept_per_subquery(policy, run.path))
     notes += [deferral_note(d) for d in bridge_deferrals(policy, run, offered)]
     notes += unfound_notes(policy, run, offered)
+    notes += question_page_notes(policy, run, offered)
     for sq in run.plan.subqueries:
         parent = bridge_parent(run.plan, sq)
         report = run.reports.get(sq.id)
