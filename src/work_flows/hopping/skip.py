@@ -284,32 +284,33 @@ def deferral_note(deferral: BridgeDeferral) -> str:
     return f"{hop}'s best passage went after {parent}'s next: {parent}'s search did not rank it, and {why}"
 
 
-def unfound_notes(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[str]:
-    """Rule 4's notes: each hop passage under COVERAGE_MIN_SCORE that it moved out of the context budget."""
-    deferred = deferred_order(policy, run, offered)
-    order, unfound = _unfound_moved(policy, run, deferred)
-    if not unfound:
-        return []
-    before = {source.node_id for source in sources_within(deferred, budget=policy.context_budget)}
-    kept = {source.node_id for source in sources_within(order, budget=policy.context_budget)}
-    question = next(sq.id for sq in run.plan.subqueries if sq.role == "question")
-    return [f"{o.subquery_id}'s passage ranked {o.rank + 1} went after {question}'s found passages: it scored "
-            f"{o.score:.3f}, under COVERAGE_MIN_SCORE {policy.coverage_min_score}"
-            for o in unfound if o.hit.node.node_id in before and o.hit.node.node_id not in kept]
-
-
-def question_page_notes(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[str]:
-    """Rule 5's notes: each hop passage from the question's best document that it moved out of the context budget."""
-    unfound_applied = _unfound_moved(policy, run, deferred_order(policy, run, offered))[0]
-    order, moved = _question_page_moved(policy, run, unfound_applied)
+def _out_of_budget(policy: RetrievalPolicy, before: list[Offer], after: list[Offer], moved: list[Offer]) -> list[Offer]:
+    """The `moved` offers that were within the context budget in the order `before` and are not in `after`."""
     if not moved:
         return []
-    before = {source.node_id for source in sources_within(unfound_applied, budget=policy.context_budget)}
-    kept = {source.node_id for source in sources_within(order, budget=policy.context_budget)}
+    was_in = {source.node_id for source in sources_within(before, budget=policy.context_budget)}
+    still_in = {source.node_id for source in sources_within(after, budget=policy.context_budget)}
+    return [o for o in moved if o.hit.node.node_id in was_in and o.hit.node.node_id not in still_in]
+
+
+def moved_notes(policy: RetrievalPolicy, run: QueryRun, offered: list[Offer]) -> list[str]:
+    """Rules 4 and 5's notes: each hop passage they moved out of the context budget, and why."""
+    deferred = deferred_order(policy, run, offered)
+    after_unfound, unfound = _unfound_moved(policy, run, deferred)
+    after_page, on_question_page = _question_page_moved(policy, run, after_unfound)
+    unfound_out = _out_of_budget(policy, deferred, after_unfound, unfound)
+    page_out = _out_of_budget(policy, after_unfound, after_page, on_question_page)
+    if not unfound_out and not page_out:
+        return []
     question = next(sq.id for sq in run.plan.subqueries if sq.role == "question")
-    return [f"{o.subquery_id}'s passage ranked {o.rank + 1} went after {question}'s found passages: it is from "
-            f"{question}'s best document ({document_of(o.hit)!r}), whose sections {question}'s search ranked without it"
-            for o in moved if o.hit.node.node_id in before and o.hit.node.node_id not in kept]
+
+    def went(o: Offer) -> str:
+        return f"{o.subquery_id}'s passage ranked {o.rank + 1} went after {question}'s found passages: it"
+
+    return ([f"{went(o)} scored {o.score:.3f}, under COVERAGE_MIN_SCORE {policy.coverage_min_score}"
+             for o in unfound_out]
+            + [f"{went(o)} is from {question}'s best document ({document_of(o.hit)!r}), whose sections {question}'s "
+               f"search ranked without it" for o in page_out])
 
 
 def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
@@ -319,8 +320,7 @@ def hop_notes(policy: RetrievalPolicy, run: QueryRun) -> list[str]:
     handed = passages_handed_over(policy, run)
     offered = offers(run.plan, handed, per_subquery=kept_per_subquery(policy, run.path))
     notes += [deferral_note(d) for d in bridge_deferrals(policy, run, offered)]
-    notes += unfound_notes(policy, run, offered)
-    notes += question_page_notes(policy, run, offered)
+    notes += moved_notes(policy, run, offered)
     for sq in run.plan.subqueries:
         parent = bridge_parent(run.plan, sq)
         report = run.reports.get(sq.id)
