@@ -11,6 +11,7 @@ from dagrag.agents.rule_planner import find_comparison
 from dagrag.agents.searcher import SearchHits, SearchRequest
 from dagrag.core.language import ENGLISH
 from dagrag.core.names import NAME_CONNECTORS, NO_NAMES, KnownNames, marked_spans, name_key, names_of_page
+from dagrag.core.text import content_words
 from dagrag.work_flows.hopping.bridge import (
     bridge_entities,
     bridge_queries,
@@ -139,6 +140,17 @@ def test_a_hop_searches_the_words_its_language_does_not_call_stopwords():
     fewer = replace(ENGLISH, stopwords=frozenset({"is", "in"}))
     searched = bridge_queries(f"{{s1}} {question}", "Ceelmakoile", passage, question, limit=1, language=fewer)
     assert [q.text for q in searched] == ["Hiran who was charge country located"]  # "of", "the": in the passage
+
+
+def test_what_a_contraction_leaves_of_a_word_is_no_word_a_hop_searches():
+    # A token ends at the apostrophe: "doesn't" leaves "doesn". Left as content words such remnants were the whole
+    # of a deeper hop's search ("{s2} doesn know info").
+    passage = "Ceelmakoile is a town in the central Hiran region of Somalia."
+    question = "Why doesn't the country Ceelmakoile is located in have a president, and haven't you heard?"
+    assert [q.text for q in bridge_queries(f"{{s1}} {question}", "Ceelmakoile", passage, question, limit=1)] == [
+        "Hiran country located president heard"]
+    assert content_words("Why won't it build, and isn't re the module I've named?") == [
+        "won", "build", "re", "module", "ve"]
 
 
 def test_phrased_queries_ask_the_opening_clause_about_each_entity_without_the_names_the_question_gives():

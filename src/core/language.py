@@ -63,7 +63,9 @@ class Language:
 
     Words:
     - `stopwords`: lower-case words that carry no meaning of their own ("the", "which", "called"): what is left of a
-      question without them is what a search, a hop and the hop rule read (`core.text.content_words`).
+      question without them is what a search, a hop and the hop rule read (`core.text.content_words`). A word
+      token ends at an apostrophe, so what "n't" leaves of a word ("doesn" of "doesn't") is listed too; not "won"
+      (of "won't"), a word of its own, and not "ll" or "ve", which titles carry ("It'll Be Me").
 
     Names:
     - `not_names`: capitalised words that name nothing on their own (sentence openers, months, nationalities).
@@ -290,7 +292,8 @@ ENGLISH = Language(
         now of off on once only or other our ours ourselves out over own same she should so some such than that the
         their theirs them themselves then there these they this those through to too under until up very was we were
         what when where which while who whom whose why will with would you your yours yourself yourselves one ones
-        many much whether either neither known called named"""),
+        many much whether either neither known called named
+        doesn isn don didn aren wasn weren hasn haven hadn couldn shouldn wouldn mustn needn"""),
     not_names=_words(
         """the a an in on at by he she it they his her its their this that these there after before during when
         while however also born american british english french german italian spanish canadian australian
