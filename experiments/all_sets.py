@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.metrics import sign_test, won_lost
-from evalkit.provenance import code_commit
+from evalkit.provenance import code_commit, code_version
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -93,8 +93,18 @@ def result_path(name: str, budget: int) -> Path:
     return RESULTS / f"{name}-k{budget}.json"
 
 
+def made_by_other_code(out: Path, code: str) -> bool:
+    """Whether the eval run in `out` (its run.json) was made by code other than `code` (`code_version`): then it is
+    started over, not resumed. An unfinished run of the same code is resumed."""
+    try:
+        return json.loads((out / "run.json").read_text(encoding="utf-8")).get("code") != code
+    except (FileNotFoundError, ValueError):
+        return False  # no run there yet (or no readable config, which eval.py itself reports)
+
+
 def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
-    """eval.py for one set and budget; returns its output folder (an unfinished run there is resumed)."""
+    """eval.py for one set and budget; returns its output folder (an unfinished run there of the same code is
+    resumed; one of other code starts over)."""
     out = out_root / f"{benchmark.name}-k{budget}"
     systems = "single,dag,dag-no-bridge" if benchmark.corpus else "single,dag"  # docs: the setting users weigh
     command = [sys.executable, str(ROOT / "experiments" / "eval.py"), *benchmark.eval_args(),
@@ -106,6 +116,8 @@ def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
         own = [path for path in OWN_CODE if path.exists()]
         command += [arg for path in own for arg in ("--own-code", str(path))]
         command += ["--own-code-set", benchmark.name] if own else []
+    if made_by_other_code(out, code_version()):
+        command.append("--fresh")  # resumed, its rows would be counted as this code's
     print(f"== {benchmark.name} at budget {budget}: {' '.join(command[1:])}", flush=True)
     subprocess.run(command, cwd=ROOT, check=True)
     return out

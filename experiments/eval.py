@@ -14,8 +14,8 @@ folder of documents ingested by dagrag's own reader, and score evidence recall b
 
 A long run survives failures and restarts: a question on which a system raises is recorded as a failed
 (wrong) row and the run goes on; every finished row is appended to OUT/per_question.jsonl at once, and a
-re-run with the same --out and run config (OUT/run.json) answers only the rows still missing, then
-summarises them all. --fresh starts over.
+re-run with the same --out and run config (OUT/run.json: the data, budget, LLM, ... and the code of src/) answers
+only the rows still missing, then summarises them all. --fresh starts over.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from evalkit.metrics import (
     supporting_recall,
     won_lost,
 )
-from evalkit.provenance import changed_settings, code_commit, library_versions
+from evalkit.provenance import changed_settings, code_commit, code_version, library_versions
 
 from dagrag import Plan, PlanOrigin, QueryResult, QueryWorkflow, Settings
 from dagrag.core.text import strip_citations
@@ -81,7 +81,7 @@ PLAN_ORIGINS = tuple(origin.value for origin in PlanOrigin)
 ROWS_FILE, RUN_FILE = "per_question.jsonl", "run.json"
 SUMMARY_FILES = ("summary.json", "summary.md", "summary.png")
 # What rows to be resumed must have been made with:
-RUN_CONFIG_KEYS = ("data", "corpus", "limit", "seed", "per_type", "budget", "llm")
+RUN_CONFIG_KEYS = ("data", "corpus", "limit", "seed", "per_type", "budget", "llm", "code")
 ERROR_CHARS = 500  # a failed row's error message is cut to this
 
 
@@ -450,6 +450,7 @@ def run_config(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return {"data": str(args.data), "data_sha256": hashlib.sha256(Path(args.data).read_bytes()).hexdigest(),
             "corpus": str(args.corpus) if args.corpus else None, "limit": args.limit, "seed": args.seed,
             "per_type": args.per_type, "budget": args.budget, "llm": settings.llm,
+            "code": code_version(),  # rows made by other code are not resumed: they would be counted as this code's
             **({"out_of_collection": str(args.out_of_collection)} if args.out_of_collection else {}),
             **({"own_code": [str(path) for path in args.own_code], "own_code_set": args.own_code_set}
                if args.own_code else {})}

@@ -148,3 +148,14 @@ def test_keep_copies_each_types_numbers_and_the_sides_split_where_the_summary_ha
         "n": 4, "recall": 1.0, "joint_recall": 0.75, "match": 0.5, "abstained": 0.0, "sides_split": 0.75}
     assert kept["systems"]["dag"]["by_type"]["bridge"] == {"n": 2, "recall": 0.5, "joint_recall": 0.5, "match": 0.0,
                                                           "abstained": 0.0}
+
+
+def test_a_run_made_by_other_code_starts_over_and_one_of_this_code_resumes(tmp_path):
+    out = tmp_path / "hatch-k4"
+    assert not all_sets.made_by_other_code(out, "3f2a9c1")  # nothing there yet
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"budget": 4, "code": "3f2a9c1"}))
+    assert not all_sets.made_by_other_code(out, "3f2a9c1")
+    assert all_sets.made_by_other_code(out, "3f2a9c1+5d41402abc4b")  # src/ edited since
+    (out / "run.json").write_text(json.dumps({"budget": 4}))  # a run from before runs recorded their code
+    assert all_sets.made_by_other_code(out, "3f2a9c1")

@@ -455,6 +455,12 @@ def test_a_rerun_runs_only_the_missing_rows_and_refuses_another_config(tmp_path,
     assert "budget: 2 there, 3 here" in error and "seed: None there, 1 here" in error and "--fresh" in error
     assert "limit" not in error.split("config (")[1].split(")")[0]
     assert (out / "per_question.jsonl").read_text() == before and not llm_server.requests
+    # Rows made by other code (src/ changed since) would be counted as this code's: refused too.
+    config = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**config, "code": "0000000"}))
+    assert _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule") == 2
+    assert f"code: '0000000' there, '{config['code']}' here" in capsys.readouterr().err
+    assert (out / "per_question.jsonl").read_text() == before and not llm_server.requests
     # --fresh starts over with the new config.
     assert _run(out, index_dir, "--limit", "1", "--systems", "dag", "--fresh") == 0
     assert len(_rows(out)) == 1 and json.loads((out / "run.json").read_text())["limit"] == 1

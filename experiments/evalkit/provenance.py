@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -29,6 +30,21 @@ def code_commit() -> str:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "src"], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
     return done.stdout.strip() + ("+uncommitted" if dirty else "")
+
+
+def code_version() -> str:
+    """What answers are made with: the git tree of src/ at HEAD, and where src/ has uncommitted changes (edits or new
+    files) a hash of them ("3f2a9c1+5d41402abc4b"); "unknown" outside a git checkout. A commit that changes only
+    results or docs leaves it equal; any edit to src/ changes it."""
+    tree = subprocess.run(["git", "rev-parse", "--short", "HEAD:src"], cwd=ROOT, capture_output=True, text=True)
+    if tree.returncode != 0:
+        return "unknown"
+    changed = subprocess.run(["git", "diff", "HEAD", "--", "src"], cwd=ROOT, capture_output=True).stdout
+    new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "-z", "src"], cwd=ROOT,
+                         capture_output=True).stdout
+    for name in filter(None, new.split(b"\0")):
+        changed += name + b"\0" + (ROOT / name.decode()).read_bytes()
+    return tree.stdout.strip() + (f"+{hashlib.sha256(changed).hexdigest()[:12]}" if changed else "")
 
 
 def library_versions(names: tuple[str, ...] = SCORING_LIBRARIES) -> dict[str, str | None]:
