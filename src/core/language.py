@@ -65,7 +65,7 @@ class Language:
     - `stopwords`: lower-case words that carry no meaning of their own ("the", "which", "called"): what is left of a
       question without them is what a search, a hop and the hop rule read (`core.text.content_words`). A word
       token ends at an apostrophe, so what "n't" leaves of a word ("doesn" of "doesn't") is listed too; not "won"
-      (of "won't"), a word of its own, and not "ll" or "ve", which titles carry ("It'll Be Me").
+      (of "won't"), a word of its own, and not "ll" or "ve", which titles carry ("You'll Find Harrowgate").
 
     Names:
     - `not_names`: capitalised words that name nothing on their own (sentence openers, months, nationalities).
