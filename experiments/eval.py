@@ -191,8 +191,9 @@ def dagrag_row(example: Example, result: QueryResult, seconds: float, tokens: To
     return {"plan": result.plan.model_dump(mode="json"), "plan_origin": PlanOrigin(result.plan.origin).value,
             "citations": citations,
             "valid_citation_rate": round(citations["valid"] / citations["cited"], 4) if citations["cited"] else None,
-            "sources": [{"title": s.metadata.get("title"), "subquery_id": s.subquery_id,
-                         "rank_in_subquery": s.rank_in_subquery, "score": s.score} for s in result.sources],
+            # Each source whole (text, metadata, every subquery that kept it) beside the columns read at a glance:
+            # experiments/writer_replay.py writes the answer again from them without searching.
+            "sources": [{"title": s.metadata.get("title"), **s.model_dump(mode="json")} for s in result.sources],
             "answer": result.answer, "concise_answer": result.concise_answer, "abstain_reason": result.abstain_reason,
             "degradations": [d.model_dump() for d in result.degradations],
             "metrics": metrics}

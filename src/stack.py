@@ -143,6 +143,19 @@ def build_searcher(settings: Settings, *, embed_model: BaseEmbedding | None = No
         hybrid=settings.hybrid and getattr(vector_store, "enable_hybrid", False))
 
 
+def build_writer(settings: Settings, reranker: RerankerAgent, client: LLMClient | None = None,
+                 language: Language = ENGLISH) -> Writer:
+    """The writer Settings ask for: the offline (extractive) one without `client`, else the LLM's (WRITER_MODE)."""
+    writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences,
+                                 passage_chars=settings.llm_passage_chars,
+                                 evidence_sentences=settings.llm_evidence_sentences,
+                                 answers_from=settings.abstain_below, language=language)
+    if client is not None and settings.writer_mode == "aggregate":
+        writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences,
+                                 passage_chars=settings.llm_passage_chars)
+    return writer
+
+
 def build_agents(
     settings: Settings,
     *,
@@ -165,12 +178,7 @@ def build_agents(
         reranker = RerankerAgent(reranker)
     load_sentence_model()  # the writer and verifier split sentences: load the model now, not in the first query
     passage_chars = settings.llm_passage_chars
-    writer: Writer = WriterAgent(reranker, client, max_sentences=settings.writer_max_sentences,
-                                 passage_chars=passage_chars, evidence_sentences=settings.llm_evidence_sentences,
-                                 answers_from=settings.abstain_below, language=language)
-    if client is not None and settings.writer_mode == "aggregate":
-        writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences,
-                                 passage_chars=passage_chars)
+    writer = build_writer(settings, reranker, client, language)
     # VERIFIER=auto: a small model's judgement is not worth its call (the offline judge decides instead).
     model = str(getattr(client.llm, "model", "") or split_spec(settings.llm)[1]) if client is not None else ""
     judge = client if client is not None and llm_verifies(settings.verifier, model) else None

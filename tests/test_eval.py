@@ -614,3 +614,37 @@ def test_a_shard_that_is_not_i_of_n_is_refused_naming_the_option(tmp_path, index
     with pytest.raises(SystemExit) as stopped:
         _run(tmp_path / "out", index_dir, "--shard", bad)
     assert stopped.value.code == 2 and "--shard" in capsys.readouterr().err
+
+
+def test_the_writer_replay_writes_each_answer_again_from_the_kept_sources(tmp_path, index_dir, monkeypatch, capsys):
+    import writer_replay
+
+    monkeypatch.setenv("DAGRAG_LLM", "none")  # the offline writer, which the replay runs
+    out = tmp_path / "out"
+    assert _run(out, index_dir, "--limit", "4", "--systems", "dag,single") == 0
+    capsys.readouterr()
+    rows = (out / "per_question.jsonl").read_text().splitlines()
+    kept = json.loads(rows[0])
+    assert {"text", "metadata", "node_id", "subquery_ids", "title"} <= set(kept["sources"][0])
+
+    # At the run's own code, every answer comes back as the run wrote it.
+    assert writer_replay.main([str(tmp_path)]) == 0
+    assert capsys.readouterr().out.startswith("out: 4 answers, 4 identical; match ")
+
+    # An answer written otherwise (as by other writer code) is told apart, with its match then and now.
+    edited = {**kept, "answer": "Nothing to do with it [1].", "metrics": {**kept["metrics"], "match": 0.0}}
+    (out / "per_question.jsonl").write_text("\n".join([json.dumps(edited), *rows[1:]]) + "\n")
+    assert writer_replay.main([str(out), "--changed", "answers"]) == 0
+    said = capsys.readouterr().out
+    assert "4 answers, 3 identical" in said and said.count("    then: ") == 1
+    assert f"  {kept['id']}: match 0 -> {kept['metrics']['match']:.0f}" in said
+    assert "    then: Nothing to do with it [1]." in said
+    assert f"    now:  {' '.join(kept['answer'].split())[:40]}" in said
+
+    # Rows from before eval.py kept the sources' text: named, not replayed as if they held nothing.
+    bare = [{**json.loads(row), "sources": [{k: v for k, v in source.items() if k != "text"}
+                                            for source in json.loads(row)["sources"]]} for row in rows]
+    (out / "per_question.jsonl").write_text("".join(json.dumps(row) + "\n" for row in bare))
+    assert writer_replay.main([str(out)]) == 0
+    assert "out: not replayed, its rows do not keep the sources' text" in capsys.readouterr().out
+    assert writer_replay.main([str(tmp_path / "nowhere")]) == 2
