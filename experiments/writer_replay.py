@@ -91,13 +91,18 @@ def summary_line(name: str, replayed: list[Replayed]) -> str:
     def share(items: list[Replayed], now: bool) -> str:
         return f"{sum(r.match_now if now else r.match_then for r in items) / len(items):.3f}" if items else "-"
 
+    def length(items: list[Replayed], now: bool) -> str:
+        """The mean answer's characters: `match` only grows as sentences are added, so a change says what it costs."""
+        return f"{sum(len(r.answer_now if now else r.answer_then) for r in items) / len(items):.0f}" if items else "-"
+
     found = [r for r in replayed if r.found]
     won = sum(r.match_now > r.match_then for r in replayed)
     lost = sum(r.match_now < r.match_then for r in replayed)
     same = sum(r.answer_now == r.answer_then for r in replayed)
     return (f"{name}: {len(replayed)} answers, {same} identical; match {share(replayed, False)} -> "
             f"{share(replayed, True)} (won {won}, lost {lost}); where found ({len(found)}) "
-            f"{share(found, False)} -> {share(found, True)}")
+            f"{share(found, False)} -> {share(found, True)}; characters {length(replayed, False)} -> "
+            f"{length(replayed, True)}")
 
 
 def run_folders(path: Path) -> list[Path]:

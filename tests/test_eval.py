@@ -637,6 +637,8 @@ def test_the_writer_replay_writes_each_answer_again_from_the_kept_sources(tmp_pa
     assert writer_replay.main([str(out), "--changed", "answers"]) == 0
     said = capsys.readouterr().out
     assert "4 answers, 3 identical" in said and said.count("    then: ") == 1
+    then, now = (int(n) for n in re.search(r"characters (\d+) -> (\d+)", said).groups())
+    assert abs(now - then - (len(kept["answer"]) - len(edited["answer"])) / 4) <= 1  # means, rounded
     assert f"  {kept['id']}: match 0 -> {kept['metrics']['match']:.0f}" in said
     assert "    then: Nothing to do with it [1]." in said
     assert f"    now:  {' '.join(kept['answer'].split())[:40]}" in said
