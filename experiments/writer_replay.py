@@ -48,10 +48,9 @@ class Replayed:
     match_now: float
 
 
-def replayable(row: dict[str, Any]) -> bool:
-    """Whether the run wrote this row's answer from sources it kept whole."""
-    return (row.get("system") == SYSTEM and not row.get("failed") and not row.get("abstain_reason")
-            and bool(row.get("sources")) and all("text" in source for source in row["sources"]))
+def kept_whole(row: dict[str, Any]) -> bool:
+    """Whether the row keeps its sources whole (eval.py has since session 65), so its answer can be written again."""
+    return bool(row.get("sources")) and all("text" in source for source in row["sources"])
 
 
 def sources_of(row: dict[str, Any]) -> list[Source]:
@@ -82,9 +81,9 @@ async def replay_run(writer: Any, run: Path) -> list[Replayed] | str:
     examples = examples_of(run)
     answered = [row for row in rows if row["id"] in examples and not row.get("failed")
                 and not row.get("abstain_reason")]
-    if answered and not any(replayable(row) for row in answered):
+    if answered and not any(kept_whole(row) for row in answered):
         return "its rows do not keep the sources' text (run before eval.py kept it): run it again"
-    return [await replay_row(writer, examples[row["id"]], row) for row in answered if replayable(row)]
+    return [await replay_row(writer, examples[row["id"]], row) for row in answered if kept_whole(row)]
 
 
 def summary_line(name: str, replayed: list[Replayed]) -> str:
