@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ class Replayed:
     match_then: float
     answer_now: str
     match_now: float
+    f1_then: float
+    f1_now: float  # falls as sentences that do not answer are added: the cost `match` does not show
 
 
 def kept_whole(row: dict[str, Any]) -> bool:
@@ -64,7 +67,7 @@ async def replay_row(writer: Any, example: Example, row: dict[str, Any]) -> Repl
     metrics = score(example, written.text, [s.node_id for s in sources], [s.text for s in sources], TokenCounter(),
                     {})
     return Replayed(row["id"], row["metrics"].get("joint_recall") == 1, row["answer"], row["metrics"]["match"],
-                    written.text, metrics["match"])
+                    written.text, metrics["match"], row["metrics"]["f1"], metrics["f1"])
 
 
 def examples_of(run: Path) -> dict[str, Example]:
@@ -87,21 +90,24 @@ async def replay_run(writer: Any, run: Path) -> list[Replayed] | str:
 
 
 def summary_line(name: str, replayed: list[Replayed]) -> str:
-    def share(items: list[Replayed], now: bool) -> str:
-        return f"{sum(r.match_now if now else r.match_then for r in items) / len(items):.3f}" if items else "-"
+    def mean(items: list[Replayed], value: Callable[[Replayed], float], digits: int = 3) -> str:
+        return f"{sum(map(value, items)) / len(items):.{digits}f}" if items else "-"
 
-    def length(items: list[Replayed], now: bool) -> str:
-        """The mean answer's characters: `match` only grows as sentences are added, so a change says what it costs."""
-        return f"{sum(len(r.answer_now if now else r.answer_then) for r in items) / len(items):.0f}" if items else "-"
+    def then_now(items: list[Replayed], then: Callable[[Replayed], float], now: Callable[[Replayed], float],
+                 digits: int = 3) -> str:
+        return f"{mean(items, then, digits)} -> {mean(items, now, digits)}"
 
     found = [r for r in replayed if r.found]
     won = sum(r.match_now > r.match_then for r in replayed)
     lost = sum(r.match_now < r.match_then for r in replayed)
     same = sum(r.answer_now == r.answer_then for r in replayed)
-    return (f"{name}: {len(replayed)} answers, {same} identical; match {share(replayed, False)} -> "
-            f"{share(replayed, True)} (won {won}, lost {lost}); where found ({len(found)}) "
-            f"{share(found, False)} -> {share(found, True)}; characters {length(replayed, False)} -> "
-            f"{length(replayed, True)}")
+    match_then, match_now = (lambda r: r.match_then), (lambda r: r.match_now)
+    # `match` only grows as sentences are added; F1 and the answer's length say what an addition costs.
+    return (f"{name}: {len(replayed)} answers, {same} identical; "
+            f"match {then_now(replayed, match_then, match_now)} (won {won}, lost {lost}); "
+            f"where found ({len(found)}) {then_now(found, match_then, match_now)}; "
+            f"F1 {then_now(replayed, lambda r: r.f1_then, lambda r: r.f1_now)}; "
+            f"characters {then_now(replayed, lambda r: len(r.answer_then), lambda r: len(r.answer_now), 0)}")
 
 
 def run_folders(path: Path) -> list[Path]:

@@ -632,13 +632,16 @@ def test_the_writer_replay_writes_each_answer_again_from_the_kept_sources(tmp_pa
     assert capsys.readouterr().out.startswith("out: 4 answers, 4 identical; match ")
 
     # An answer written otherwise (as by other writer code) is told apart, with its match then and now.
-    edited = {**kept, "answer": "Nothing to do with it [1].", "metrics": {**kept["metrics"], "match": 0.0}}
+    edited = {**kept, "answer": "Nothing to do with it [1].", "metrics": {**kept["metrics"], "match": 0.0, "f1": 0.0}}
     (out / "per_question.jsonl").write_text("\n".join([json.dumps(edited), *rows[1:]]) + "\n")
     assert writer_replay.main([str(out), "--changed", "answers"]) == 0
     said = capsys.readouterr().out
     assert "4 answers, 3 identical" in said and said.count("    then: ") == 1
     then, now = (int(n) for n in re.search(r"characters (\d+) -> (\d+)", said).groups())
     assert abs(now - then - (len(kept["answer"]) - len(edited["answer"])) / 4) <= 1  # means, rounded
+    assert kept["metrics"]["f1"] > 0  # else the F1 check says nothing
+    f1_then, f1_now = (float(n) for n in re.search(r"F1 ([\d.]+) -> ([\d.]+)", said).groups())
+    assert abs(f1_now - f1_then - kept["metrics"]["f1"] / 4) <= 0.001
     assert f"  {kept['id']}: match 0 -> {kept['metrics']['match']:.0f}" in said
     assert "    then: Nothing to do with it [1]." in said
     assert f"    now:  {' '.join(kept['answer'].split())[:40]}" in said
