@@ -310,6 +310,10 @@ class Settings(BaseSettings):
 
     # --- writer, verifier, limits ---------------------------------------------------------------
     writer_max_sentences: int = Field(4, ge=1, le=20)
+    writer_every_source: bool = Field(
+        True, description="Offline: each kept source none of the answer's sentences quotes adds its best sentence "
+        "for the question, beyond WRITER_MAX_SENTENCES (answers about a fifth longer; false: shorter answers that "
+        "miss more).")
     verify_min_overlap: float = Field(0.6, ge=0, le=1)
     verify_min_score: float = Field(0.5, ge=0, le=1)
     max_question_chars: int = Field(2000, ge=16, le=100_000)

@@ -69,7 +69,7 @@ def test_a_sentence_is_read_after_its_documents_title() -> None:
 def test_the_answering_sentence_is_quoted_though_it_names_its_page_only_as_its(reranker) -> None:
     # Alone, "Its county seat is Harrowgate." is about nothing and scores under the page's other sentences;
     # read after its page's title it is the answer, and it is quoted so.
-    writer = WriterAgent(reranker, max_sentences=1)
+    writer = WriterAgent(reranker, max_sentences=1, every_source=False)
     sources = [source(1, "Brenton County", COUNTY_PAGE), source(2, "County seats of Vellmark", OTHER_PAGE)]
     answer = asyncio.run(writer.awrite(QUESTION, one_search_plan(QUESTION), sources, RunLedger()))
     assert answer.text == "Brenton County: Its county seat is Harrowgate. [1]"
@@ -88,8 +88,8 @@ def test_a_sentence_is_scored_and_quoted_under_its_section_heading(reranker) -> 
                      "Yes, there is support for 3.8 and higher."),
            sectioned(2, "Frequently asked questions", "Does the formatter run on Windows?",
                      "The formatter runs on Windows, macOS and Linux.")]
-    answer = asyncio.run(WriterAgent(reranker, max_sentences=1).awrite(question, one_search_plan(question), faq,
-                                                                      RunLedger()))
+    answer = asyncio.run(WriterAgent(reranker, max_sentences=1, every_source=False).awrite(
+        question, one_search_plan(question), faq, RunLedger()))
     assert answer.text == ("Frequently asked questions > Can I run the formatter with PyPy?: "
                            "Yes, there is support for 3.8 and higher. [1]")
 
@@ -110,7 +110,7 @@ def test_every_sentence_that_answers_by_the_abstain_checks_bar_is_quoted_while_t
     assert answer == ("Renderer > Threads: A single renderer should not be used from several threads at once. [1] "
                       "The renderer keeps its state between calls to `render`. [1] "
                       "Renderer > Per-thread renderers: Create one renderer per thread instead. [2]")
-    stricter = answer_for(reranker, question, [threads, per_thread], answers_from=0.5)
+    stricter = answer_for(reranker, question, [threads, per_thread], answers_from=0.5, every_source=False)
     assert "Create one renderer" not in stricter and "keeps its state" in stricter
 
 
@@ -390,7 +390,7 @@ def test_each_side_of_a_comparison_beyond_the_first_brings_one_more_answering_se
     pages = {"Tarn": [("Tarn formats code in place.", 0.9), ("Tarn rewrites files only when they change.", 0.5)],
              "Quill": [("Quill lints code.", 0.8), ("Quill never rewrites a file.", 0.4)],
              "Reed": [("Reed checks types.", 0.7), ("Reed reads stub files.", 0.3)]}
-    writer = WriterAgent(reranker, max_sentences=2, answers_from=0.1)
+    writer = WriterAgent(reranker, max_sentences=2, answers_from=0.1, every_source=False)
 
     def comparison(*sides: str) -> ExecutedPlan:
         subqueries = [SubQuery(id=f"s{n}", text=f"{side} differ", role="side") for n, side in enumerate(sides, 1)]
@@ -569,7 +569,7 @@ def test_a_question_of_two_parts_is_answered_part_by_part(reranker) -> None:
     assert f"Configuration > Watched paths: {excluded} [2]" in answer and "restarts the server" in answer
     # Read as one question (a language with no part joiners), the answer leaves the second part out.
     whole = dataclasses.replace(ENGLISH, part_joiners=frozenset())
-    assert "watch.exclude" not in answer_for(reranker, question, pages, language=whole)
+    assert "watch.exclude" not in answer_for(reranker, question, pages, language=whole, every_source=False)
 
 
 def test_a_question_is_split_into_parts_at_a_question_mark_or_a_joined_question_word() -> None:
@@ -607,8 +607,26 @@ def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_docu
                       "Release process > Cutting a release: You've successfully cut a new release of quill. [2]")
     two = answer_for(reranker, question, [cadence, cutting], max_sentences=2)
     assert "every 1-2 months" in two and "workload" not in two
-    full = answer_for(reranker, question, [cadence, cutting], max_sentences=1)
+    full = answer_for(reranker, question, [cadence, cutting], max_sentences=1, every_source=False)
     assert full == "Release process > Cutting a release: You've successfully cut a new release of quill. [2]"
+
+
+def test_a_kept_source_no_chosen_sentence_quotes_says_its_best_sentence_beyond_the_bound(reranker) -> None:
+    # With one place, the runner-up's sentence (the best alone) takes it and the question's best document would say
+    # nothing, though its answering sentence scores only under the bar. Every kept source says its best sentence,
+    # one each, beyond WRITER_MAX_SENTENCES; a source already quoted adds nothing.
+    question = "How often do the quill maintainers put out a new release?"
+    cadence = sectioned(1, "Release process", "Release cadence", "We aim to release whatever is on `main` every 1-2 "
+                        "months. Maintainers find the workload predictable.")
+    cutting = sectioned(2, "Release process", "Cutting a release", "Congratulations! You've successfully cut a new "
+                        "release of quill. Go stand up and take a break.")
+    assert answer_for(reranker, question, [cadence, cutting], max_sentences=1) == (
+        "Release process > Release cadence: We aim to release whatever is on `main` every 1-2 months. [1] "
+        "Release process > Cutting a release: You've successfully cut a new release of quill. [2]")
+    assert answer_for(reranker, question, [cadence, cutting], max_sentences=1, every_source=False).count("[") == 1
+    # Where every source is quoted already, nothing is added.
+    assert (answer_for(reranker, question, [cadence, cutting], max_sentences=4)
+            == answer_for(reranker, question, [cadence, cutting], max_sentences=4, every_source=False))
 
 
 def test_the_questions_best_document_speaks_even_when_other_sentences_fill_the_room(reranker) -> None:
@@ -698,3 +716,11 @@ def test_a_quoted_code_block_keeps_its_subscripts_and_cites_only_outside_it(rera
     assert 'zzz.get_data("key")[0].get_nested(  # type: ignore' in answer.text
     assert "    )[0]\n)\n```\n[1]" in answer.text
     assert {n for sentence in split_sentences(answer.text) for n in citations(sentence)} == {1}
+
+
+def test_the_every_source_setting_reaches_the_offline_writer(reranker) -> None:
+    from dagrag import Settings
+    from dagrag.stack import build_writer
+
+    assert build_writer(Settings(), reranker).every_source is True
+    assert build_writer(Settings(writer_every_source=False), reranker).every_source is False

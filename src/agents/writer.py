@@ -253,6 +253,25 @@ def going_on(candidates: list[_Candidate], chosen: list[int], language: Language
     return [index for index in dict.fromkeys(found) if index not in chosen]
 
 
+def unheard_sources(candidates: list[_Candidate], by_question: list[int], chosen: list[int]) -> list[int]:
+    """For each source none of the `chosen` sentences (candidate indices) is from, its best sentence against the
+    question (the first of its sentences in `by_question`, every candidate index best first), in that order.
+
+    Every kept source says something in the answer, whatever its best sentence scores: the search and the reranker
+    kept the passage for this question, and read alone, against a question typed as users type it, the sentence that
+    answers often scores near zero ("If the lock file is stale, the command exits with status 3." 0.01 for "why does
+    it quit with 3 when another run crashed?"), under the bar the room is filled by (`answers_from`). These
+    sentences go beyond WRITER_MAX_SENTENCES, as a chain's links do: they fill no place an answering sentence would
+    have had. At most one sentence per source, so a budget of k passages adds at most k - 1."""
+    heard = {candidates[index].source_number for index in chosen}
+    unheard: list[int] = []
+    for index in by_question:
+        if candidates[index].source_number not in heard:
+            heard.add(candidates[index].source_number)
+            unheard.append(index)
+    return unheard
+
+
 def side_openings(plan: ExecutedPlan, scored: _ScoredSentences) -> list[int]:
     """For each comparison side, the opening sentence of the document it speaks through (`best_for`) when that
     document's title or section path names the side (its `must_include`, case aside): a section headed by the thing
@@ -297,6 +316,7 @@ class WriterAgent:
         passage_chars: int | None = None,
         evidence_sentences: int = 0,
         answers_from: float = 0.1,
+        every_source: bool = True,
         language: Language = ENGLISH,
     ) -> None:
         self.reranker = reranker
@@ -305,6 +325,7 @@ class WriterAgent:
         # The offline writer's bar for "this sentence answers the question" (cross-encoder probability against the
         # question): the abstain check's, ABSTAIN_BELOW, so both read the same scores the same way.
         self.answers_from = answers_from
+        self.every_source = every_source  # each kept source no chosen sentence quotes adds its best (`unheard_sources`)
         self.language = language  # which sentences go on from the one before them (`Language.referring_openers`)
         self.passage_chars = passage_chars  # each source shown to the LLM is cut to this many characters
         # The LLM reads, of each source, this many best-scoring sentences (each after its neighbour); 0: all of it.
@@ -533,7 +554,8 @@ class WriterAgent:
         chosen = chosen[:room]
         linked = [*scored.after_parent.values(), *scored.asked_of_hop.values(), *scored.answers_part,
                   *side_openings(plan, scored)]
-        return chosen + [index for index in dict.fromkeys(linked) if index not in chosen]
+        chosen = chosen + [index for index in dict.fromkeys(linked) if index not in chosen]
+        return chosen + (unheard_sources(candidates, by_question, chosen) if self.every_source else [])
 
     async def _with_neighbours(self, question: str, scored: _ScoredSentences, chosen: list[int]) -> list[int]:
         """`chosen` and, beside each, the sentence before or after it in its passage where that one answers too (by
