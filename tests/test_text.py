@@ -207,6 +207,23 @@ def test_no_sentence_starts_inside_a_table_and_an_unclosed_fence_is_shown_as_spl
         (s, s) for s in split_sentences("Text.\n```python\nx = 1. Y")]
 
 
+def test_an_answers_sentence_ends_at_the_citation_after_a_quoted_block() -> None:
+    # The writer cites a quoted table or code block on the line after it; the next quote follows with no full stop
+    # between, and read as one sentence with it, three sources' quotes were checked as one (and found unsupported).
+    answer = ("Prefix matching ignores trailing segments:\n\n| Clause | Allowed |\n| --- | --- |\n| `==1.*` | `>=1.0` |"
+              "\n\n[2]\n\nCompatible release: it is approximately:\n\n```\n>= V.N, == V.*\n```\n\n[3, 4]\n\n"
+              "Feature groups can extend others. [1]")
+    assert split_sentences_around_blocks(answer) == [
+        "Prefix matching ignores trailing segments: | Clause | Allowed | | --- | --- | | `==1.*` | `>=1.0` | [2]",
+        "Compatible release: it is approximately: ``` >= V.N, == V.* ``` [3, 4]",
+        "Feature groups can extend others. [1]"]
+    # A source's text is cut as before: a `[2]` after its table is not the writer's citation.
+    assert len(split_sentences_as_written(answer)) == 1
+    # A block's citation that ends the answer, and one inside a sentence's prose, end nothing more.
+    assert split_sentences_around_blocks("Run:\n\n```\nmake\n```\n\n[1]") == ["Run: ``` make ``` [1]"]
+    assert split_sentences_around_blocks("It reads [1] and writes. [2]") == ["It reads [1] and writes. [2]"]
+
+
 def test_block_lines_marks_fences_and_tables_only() -> None:
     assert block_lines("a | b\nplain\n~~~\ncode\n~~~\nx | y\n--|--\n1 | 2\nafter") == [
         False, False, True, True, True, True, True, True, False]

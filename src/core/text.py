@@ -22,6 +22,8 @@ _LEADING_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
 _SENTENCE_OPENING = re.compile(r"[\"'“‘(\[]*([^\W_])")  # opening quotes or brackets, then a letter or digit
 _TRAILING_INITIALS = re.compile(r"(?:^|[\s(])((?:[A-Z]\.){2,4})\s*$")  # "... by J.R.R. " / "(George H.W. "
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_CITATIONS = re.compile(r"\[\d+(?:\s*,\s*\d+)*\](?:\s*\[\d+(?:\s*,\s*\d+)*\])*")  # one or more marks
+_CITATION_PIECE = re.compile(r"[\[\]\d,]+")  # a word of a mark: `[3,` `4]`
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newlines
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -246,11 +248,13 @@ def block_lines(text: str) -> list[bool] | None:
 
 
 def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.strip,
-                               block_line: Callable[[str], str] = str.rstrip) -> list[tuple[str, str]]:
+                               block_line: Callable[[str], str] = str.rstrip,
+                               cited_blocks_end: bool = False) -> list[tuple[str, str]]:
     """The sentences of `text`, each beside its text as written: a fenced code block or a pipe table inside it
     keeps its lines and stands apart by blank lines (so Markdown shows it as a block: collapsed onto one line, code
     and tables cannot be read), all other whitespace collapsed as `split_sentences` does. `prose` is applied to each
-    run of prose (collapsed), `block_line` to each line of a block.
+    run of prose (collapsed), `block_line` to each line of a block. With `cited_blocks_end` (an answer, not a
+    source), a sentence also ends at the `[n]` marks right after a block (`_after_cited_blocks`).
 
     The sentences are `split_sentences`'s, with none starting inside a fenced code block or a table
     (`_block_bounded`: Punkt reads "make all. Then" in code, or "(1 indexed)" in a cell, as a sentence end). Every
@@ -279,6 +283,8 @@ def split_sentences_as_written(text: str, *, prose: Callable[[str], str] = str.s
     if starts is None:  # the sentences are not the text's tokens in order (never expected): as split
         return [(sentence, prose(sentence)) for sentence in sentences]
     starts = _block_bounded(starts, token_block)
+    if cited_blocks_end:
+        starts = _after_cited_blocks(starts, words, token_block)
     written: list[tuple[str, str]] = []
     for first, end in zip(starts, [*starts[1:], len(words)]):
         sentence, last = " ".join(words[first:end]), end - 1
@@ -311,11 +317,30 @@ def _block_bounded(starts: list[int], token_block: list[int | None]) -> list[int
             if not (start and token_block[start] is not None and token_block[start - 1] == token_block[start])]
 
 
+def _after_cited_blocks(starts: list[int], words: list[str], token_block: list[int | None]) -> list[int]:
+    """`starts`, and the word after each block's citations where more follows: an answer cites a quoted block on the
+    line after it ("| `==1.*` | `>=1.0.0, <2.0.0` |" then "[2]"), and the next quote goes on from there with no full
+    stop between for Punkt to end a sentence at, so three quotes of three sources would be read as one sentence."""
+    found = set(starts)
+    for index in range(len(words) - 1):
+        if token_block[index] is None or token_block[index + 1] is not None:
+            continue  # not a block's last word
+        after, end = index + 1, index + 1  # `[3, 4]` is two words
+        while end < len(words) and token_block[end] is None and _CITATION_PIECE.fullmatch(words[end]):
+            end += 1
+            if _CITATIONS.fullmatch(" ".join(words[index + 1:end])):
+                after = end
+        if index + 1 < after < len(words):
+            found.add(after)
+    return sorted(found)
+
+
 def split_sentences_around_blocks(text: str) -> list[str]:
-    """`split_sentences`, with no sentence starting inside a fenced code block or a pipe table: an answer's sentences
-    as the writer cut them (`split_sentences_as_written`), so a quoted block is read with the sentence and the
-    `[n]` it belongs to, not as sentences of its own that cite nothing."""
-    return [sentence for sentence, _ in split_sentences_as_written(text)]
+    """`split_sentences`, with no sentence starting inside a fenced code block or a pipe table, and one ending at a
+    block's citation: an answer's sentences as the writer cut them (`split_sentences_as_written`), so a quoted block
+    is read with the sentence and the `[n]` it belongs to, not as sentences of its own that cite nothing, nor with
+    the quotes after it."""
+    return [sentence for sentence, _ in split_sentences_as_written(text, cited_blocks_end=True)]
 
 
 def _pieces(lines: list[str], tokens: list[re.Match[str]], token_block: list[int | None], token_line: list[int],
