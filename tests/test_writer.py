@@ -587,16 +587,21 @@ def test_a_question_is_split_into_parts_at_a_question_mark_or_a_joined_question_
         "What does --reload do, and how do I turn it off?") == []
 
 
+# A release-cadence page the question's search ranks first, whose answering sentence alone scores under the bar,
+# and a runner-up page that only shares the words "new release".
+RELEASE_QUESTION = "How often do the quill maintainers put out a new release?"
+CADENCE = sectioned(1, "Release process", "Release cadence", "We aim to release whatever is on `main` every 1-2 "
+                    "months. Maintainers find the workload predictable.")
+CUTTING = sectioned(2, "Release process", "Cutting a release", "Congratulations! You've successfully cut a new "
+                    "release of quill. Go stand up and take a break.")
+
+
 def test_room_left_after_the_answering_sentences_goes_to_the_questions_best_document(reranker) -> None:
     # The question's search ranked the release-cadence passage first, but its answering sentence alone scores under
     # the bar, while a sentence of the runner-up that only shares the words "new release" clears it. With room
     # left, the best document speaks too, its sentences best first while there is room ("We aim to release ..."
     # before "Maintainers find ..."); without room, the sentences that answer keep it.
-    question = "How often do the quill maintainers put out a new release?"
-    cadence = sectioned(1, "Release process", "Release cadence", "We aim to release whatever is on `main` every 1-2 "
-                        "months. Maintainers find the workload predictable.")
-    cutting = sectioned(2, "Release process", "Cutting a release", "Congratulations! You've successfully cut a new "
-                        "release of quill. Go stand up and take a break.")
+    question, cadence, cutting = RELEASE_QUESTION, CADENCE, CUTTING
     scored = scored_for(reranker, question, [cadence, cutting])
     top = max(range(len(scored.candidates)), key=lambda i: scored.question_score[i])
     assert scored.candidates[top].source_number == 2 and scored.question_score[0] < 0.1  # what makes this case
@@ -615,11 +620,7 @@ def test_a_kept_source_no_chosen_sentence_quotes_says_its_best_sentence_beyond_t
     # With one place, the runner-up's sentence (the best alone) takes it and the question's best document would say
     # nothing, though its answering sentence scores only under the bar. Every kept source says its best sentence,
     # one each, beyond WRITER_MAX_SENTENCES; a source already quoted adds nothing.
-    question = "How often do the quill maintainers put out a new release?"
-    cadence = sectioned(1, "Release process", "Release cadence", "We aim to release whatever is on `main` every 1-2 "
-                        "months. Maintainers find the workload predictable.")
-    cutting = sectioned(2, "Release process", "Cutting a release", "Congratulations! You've successfully cut a new "
-                        "release of quill. Go stand up and take a break.")
+    question, cadence, cutting = RELEASE_QUESTION, CADENCE, CUTTING
     assert answer_for(reranker, question, [cadence, cutting], max_sentences=1) == (
         "Release process > Release cadence: We aim to release whatever is on `main` every 1-2 months. [1] "
         "Release process > Cutting a release: You've successfully cut a new release of quill. [2]")
@@ -633,9 +634,7 @@ def test_the_questions_best_document_speaks_even_when_other_sentences_fill_the_r
     # Two sentences of the runner-up clear the bar ("... new release of quill", 0.59 each) and would fill a room of
     # two; the question's best document's answering sentence scores 0.05 alone. It is quoted all the same, one of
     # the two: the cross-encoder ranked its passage first for the question.
-    question = "How often do the quill maintainers put out a new release?"
-    cadence = sectioned(1, "Release process", "Release cadence", "We aim to release whatever is on `main` every 1-2 "
-                        "months. Maintainers find the workload predictable.")
+    question, cadence = RELEASE_QUESTION, CADENCE
     announce = sectioned(2, "Release process", "Cutting a release", "Congratulations! You've successfully cut a new "
                          "release of quill. Announce the new release of quill on the mailing list. Go stand up and "
                          "take a break.")

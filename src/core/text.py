@@ -22,7 +22,6 @@ _LEADING_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
 _SENTENCE_OPENING = re.compile(r"[\"'“‘(\[]*([^\W_])")  # opening quotes or brackets, then a letter or digit
 _TRAILING_INITIALS = re.compile(r"(?:^|[\s(])((?:[A-Z]\.){2,4})\s*$")  # "... by J.R.R. " / "(George H.W. "
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-_CITATIONS = re.compile(r"\[\d+(?:\s*,\s*\d+)*\](?:\s*\[\d+(?:\s*,\s*\d+)*\])*")  # one or more marks
 _CITATION_PIECE = re.compile(r"[\[\]\d,]+")  # a word of a mark: `[3,` `4]`
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls but tab and newlines
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -328,7 +327,7 @@ def _after_cited_blocks(starts: list[int], words: list[str], token_block: list[i
         after, end = index + 1, index + 1  # `[3, 4]` is two words
         while end < len(words) and token_block[end] is None and _CITATION_PIECE.fullmatch(words[end]):
             end += 1
-            if _CITATIONS.fullmatch(" ".join(words[index + 1:end])):
+            if _LEADING_CITATIONS.fullmatch(" ".join(words[index + 1:end])):
                 after = end
         if index + 1 < after < len(words):
             found.add(after)
