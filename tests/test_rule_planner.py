@@ -178,6 +178,19 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
     # A dash asks the question as a colon does.
     ("tox or nox \u2014 which runs faster?", ("tox", "nox")),
     ("f-strings or %s args in log.info - which is better?", ("f-strings", "%s args")),
+    # Choosing between, a list before the question, a choice after a colon, a chain of "vs", one word and "or".
+    ("choosing between httpx.AsyncClient and aiohttp.ClientSession - which one pools connections?",
+     ("httpx.AsyncClient", "aiohttp.ClientSession")),
+    ("pip, uv and poetry: when is each one the right tool?", ("pip", "uv", "poetry")),
+    ("caching a computed attribute (fetched once per object): functools.cached_property, a property, or a memo dict?",
+     ("functools.cached_property", "property", "memo dict")),
+    ("pytest vs unittest vs nose \u2014 which one should a new project start with?", ("pytest", "unittest", "nose")),
+    ("requests or httpx to call a REST API from a script?", ("requests", "httpx")),
+    # A side starts after the sentence before it ends, and stops where "as" says what it is used as.
+    ("The service reads JSON lines all day. orjson vs ujson as the parser - which is faster?", ("orjson", "ujson")),
+    # A call inside a call is still one name.
+    ("json.loads(path.read_text()) or json.load(open(path)) for a small settings file?",
+     ("json.loads(path.read_text())", "json.load(open(path))")),
 ])
 def test_a_comparison_is_recognised_by_its_form_with_lower_case_dotted_and_code_names(question, sides):
     comparison = find_comparison(question)
@@ -211,6 +224,9 @@ def test_two_pieces_of_code_joined_by_or_are_compared_wherever_the_sentence_puts
     "Should I write e.g or i.e before an example?",  # abbreviations are not code
     "Which option turns off the cache, or is there none?",
     "Is the cache in ~/.cache or in the project folder?",
+    # A question after a colon is no list of choices; a list does not run across a sentence's end.
+    "a field with both converter= and validator= : does the validator see the raw input or the converted value?",
+    "class Meta: strict = True is gone in the new release. how do I keep strict loading, or get the old error back?",
 ])
 def test_or_between_what_is_not_code_or_a_name_compares_nothing(question):
     assert find_comparison(question) is None

@@ -25,7 +25,7 @@ from ..core.text import content_words
 MAX_NAME_WORDS = 12  # longer, a "name" is a clause the rules misread
 _CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members": the name ends at the comma
 # A quoted or `code` span, a call written out, or code without backticks (`--option`, `pkg.module`, `snake_case`).
-_QUOTED = re.compile(rf"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|([A-Za-z_][\w.]*\([^()]*\))|{CODE_IDENTIFIER}")
+_QUOTED = re.compile(rf"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|([A-Za-z_][\w.]*\((?:[^()]|\([^()]*\))*\))|{CODE_IDENTIFIER}")
 _QUOTED_SPANS = 4  # the groups before CODE_IDENTIFIER's: spans quoted or written as a call
 _HELD_PAIR = re.compile(r"(?<![\w-])(Quoted\d+),?\s+or\s+(Quoted\d+)(?=[\s?,:;.!]|$)")
 _VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
@@ -331,7 +331,7 @@ def _side_as_written(text: str, language: Language, *, open_end: bool) -> str:
         end = language.side_ends.search(text)
         text = text[: end.start()] if end else text
     else:
-        text = re.split(r"[,:]\s", text)[-1]
+        text = re.split(r"[,:]\s|(?<=[a-z]{3}[.!?])\s+", text)[-1]  # after "... instead of dicts." too
     words = text.strip(" \"'“”.?").split()
     while words and words[0].lower() in language.side_openers:
         words = words[1:]
@@ -353,12 +353,21 @@ def _owner_and_owned(a: str, b: str, language: Language) -> tuple[str, str] | No
 
 
 def _listed_sides(items: str, language: Language) -> list[str]:
-    """"X, Y and Z for W" -> [X, Y, Z]: comma-separated, the last two joined by a `list_joiners` word."""
+    """"X, Y and Z for W" -> [X, Y, Z]: comma-separated, the last two joined by a `list_joiners` word; "X vs Y vs Z"
+    -> [X, Y, Z]: every two joined by a `chain_joiners` word."""
+    chain = "|".join(re.escape(word) for word in language.chain_joiners)
+    chained = re.split(rf"\s+(?:{chain})\s+", items) if chain else [items]
+    if len(chained) >= 2:
+        return chained
     *firsts, last = [part for part in re.split(r",\s*", items) if part.strip()] or [""]
-    joiner = re.search(r"\s+(?:{})\s+".format("|".join(language.list_joiners)), last)
+    joiners = "|".join(language.list_joiners)
+    firsts = [re.sub(rf"^(?:{joiners})\s+", "", f.strip()) for f in firsts]
+    serial = re.match(rf"(?:{joiners})\s+", last)  # "X, Y, or Z": the joiner after the last comma
+    if serial is not None and firsts:
+        return [*firsts, last[serial.end():]]
+    joiner = re.search(rf"\s+(?:{joiners})\s+", last)
     if joiner is None:
         return []
-    firsts = [re.sub(r"^(?:{})\s+".format("|".join(language.list_joiners)), "", f.strip()) for f in firsts]
     return [*firsts, last[: joiner.start()], last[joiner.end():]]
 
 

@@ -39,6 +39,7 @@ class Language:
     - `side_ends`: where a side stops when the form leaves its end open ("... or Y *for a monorepo*").
     - `side_openers` / `side_closers`: words a side never starts / ends with ("*the* black hook").
     - `list_joiners`: the words that join the last item of a list ("X, Y *and* Z").
+    - `chain_joiners`: the words that join every two items of a list ("X *vs* Y *vs* Z").
 
     Comparisons by their names and cues, and bridge-comparisons (lower-case words; each list defaults to empty, and
     a language without one simply lacks the rules that read it):
@@ -93,6 +94,7 @@ class Language:
     side_openers: frozenset[str]
     side_closers: frozenset[str]
     list_joiners: tuple[str, ...]
+    chain_joiners: tuple[str, ...] = ()
     auxiliaries: frozenset[str] = frozenset()
     comparison_cues: frozenset[str] = frozenset()
     than_comparatives: frozenset[str] = frozenset()
@@ -221,14 +223,16 @@ def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
 
 
 _PEOPLE = r"(?:i|we|you|one)"
+_IN_ONE_SENTENCE = r"(?:[^:\u2014.?!]|\.(?=\w))"  # a character of a list that stays in one sentence (`a.b` may)
 _CHOOSE = r"(?:use|pick|choose|prefer|go\s+with|take|install|adopt|learn|switch\s+to)"
 
 ENGLISH = Language(
     comparison_forms=_forms(
         # "How does X differ from Y?", "How is X different from Y?", "How does X compare to/with Y?"
         r"\bhow\s+(?:does|do|did|is|are)\s+(?P<a>.+?)\s+(?:differ|different|compare)\s+(?:from|to|with|against)\s+(?P<b>.+)$",
-        # "What's the difference between X and Y?", "... between X, Y and Z in W"
-        r"\bdifferences?\s+between\s+(?P<items>.+)$",
+        # "What's the difference between X and Y?", "... between X, Y and Z in W", "choosing between X and Y"
+        r"\b(?:differences?|choos(?:e|es|ing)|pick(?:s|ing)?|decid(?:e|es|ing)|select(?:s|ing)?|torn)\s+between\s+"
+        r"(?P<items>.+)$",
         # "When would I pick X over Y?", "... use X instead of Y"
         rf"\bwhen\s+(?:would|should|do|does|might|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<a>.+?)\s+"
         r"(?:over|instead\s+of|rather\s+than)\s+(?P<b>.+)$",
@@ -239,6 +243,8 @@ ENGLISH = Language(
         r"(?:to|with)\s+(?P<b>.+)$",
         # "X compared to Y, which ...?"
         r"^(?P<a>.+?)\s+(?:compared|in\s+comparison)\s+(?:to|with)\s+(?P<b>.+)$",
+        # "X vs Y vs Z: which ...?"
+        r"^(?P<items>.+?(?:\s+(?:vs\.?|versus)\s+.+?){2,})$",
         # "X vs Y: which ...?", "X versus Y"
         r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+)$",
         # "Compare X, Y and Z", "Compare X and Y for Z"
@@ -247,13 +253,22 @@ ENGLISH = Language(
         r"^(?:which|what)\b[^,:]*[,:]\s+(?P<a>[^,:]+?),?\s+or\s+(?P<b>[^,:]+)$",
         # "X or Y: which ...?", "X or Y \u2014 which ...?"
         r"^(?P<a>[^,:\u2014]+?)\s+or\s+(?P<b>[^,:\u2014]+?)\s*(?::|\u2014|\s-)\s+(?:which|what|who|how)\b.*$",
+        # "X, Y and Z: when is each one used?"
+        rf"^(?P<items>{_IN_ONE_SENTENCE}+?)\s*(?::|\u2014|\s-)\s+(?:which|what|who|how|when|where|why)\b.*$",
+        # "An attribute built from another one: X, Y, or Z?" (the choice closes the question)
+        r"[:\u2014]\s+(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|which|what|who|whom|how|when|"
+        rf"where|why)\b)(?P<items>{_IN_ONE_SENTENCE}+?\s+or\s+{_IN_ONE_SENTENCE}+)$",
+        # "X or Y for Z?", a one-word first side opening the question
+        r"^(?P<a>[^\s,:]+)\s+or\s+(?P<b>[^,:]+)$",
     ),
     side_ends=re.compile(
-        r"\s*[?:;,]|\s+(?:for|to|in|when|if|with|on|at|because|so|which|that|while|regarding|about|"
+        r"\s*[?:;,]|\s[-\u2013\u2014]\s|\s+(?:for|to|in|as|when|if|with|on|at|because|so|which|that|while|regarding|"
+        r"about|"
         r"and\s+(?:why|how|what|which|when))\b"),  # case-sensitive: "Lean On Tomorrow" is a name, " on " is not
     side_openers=frozenset("the a an my our your plain using".split()),
     side_closers=frozenset("itself alone".split()),
     list_joiners=("and", "or"),
+    chain_joiners=("vs.", "vs", "versus"),
     auxiliaries=_words("are is were was do does did have has had can could will would"),
     comparison_cues=_words(
         """both same share shared common older younger oldest youngest first earlier later latest recently
