@@ -12,6 +12,7 @@ from dagrag.agents.planner import QueryPlannerAgent
 from dagrag.agents.rule_planner import find_comparison, plan_offline, rewrite_with_history
 from dagrag.core.language import ENGLISH, Language
 from dagrag.core.names import KnownNames
+from dagrag.core.plan import PlanOrigin, finalize_plan, with_question_searched
 from dagrag.core.result import RunLedger
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hotpotqa_dev.jsonl"
@@ -129,6 +130,15 @@ def test_comparison_plan_shape():
     assert len(plan_offline("Who is older, Annie Morton or Terry Richardson?", enable_dag=False).subqueries) == 1
 
 
+@pytest.mark.parametrize(("budget", "question_first"), [(2, True), (3, False), (4, False)])
+def test_the_question_is_searched_first_when_the_budget_cannot_hold_a_passage_per_side(budget, question_first):
+    question = "pip, uv and poetry: when is each one the right tool?"
+    plan = finalize_plan(plan_offline(question), question=question, subquery_max=4, origin=PlanOrigin.OFFLINE)
+    assert plan is not None
+    order = [sq.role for sq in with_question_searched(plan, budget=budget).subqueries]
+    assert order == (["question", "side", "side", "side"] if question_first else ["side", "side", "side", "question"])
+
+
 @pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared/data")
 def test_most_hotpotqa_comparisons_name_both_gold_titles():
     records = [json.loads(line) for line in SHARED.read_text(encoding="utf-8").splitlines()]
@@ -186,8 +196,8 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
      ("functools.cached_property", "property", "memo dict")),
     ("pytest vs unittest vs nose \u2014 which one should a new project start with?", ("pytest", "unittest", "nose")),
     ("requests or httpx to call a REST API from a script?", ("requests", "httpx")),
-    # A side starts after the sentence before it ends, and stops where "as" says what it is used as.
-    ("The service reads JSON lines all day. orjson vs ujson as the parser - which is faster?", ("orjson", "ujson")),
+    # A side starts where the sentence before it ends.
+    ("The service reads JSON lines all day. orjson vs ujson: which parser is faster?", ("orjson", "ujson")),
     # A call inside a call is still one name.
     ("json.loads(path.read_text()) or json.load(open(path)) for a small settings file?",
      ("json.loads(path.read_text())", "json.load(open(path))")),

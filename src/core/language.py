@@ -223,6 +223,7 @@ def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
 
 
 _PEOPLE = r"(?:i|we|you|one)"
+_THEN_ASKS = r"\s*(?::|\u2014|\s-)\s+(?:which|what|who|how|when|where|why)\b.*"  # ": which ...", " - how ..."
 _IN_ONE_SENTENCE = r"(?:[^:\u2014.?!]|\.(?=\w))"  # a character of a list that stays in one sentence (`a.b` may)
 _CHOOSE = r"(?:use|pick|choose|prefer|go\s+with|take|install|adopt|learn|switch\s+to)"
 
@@ -230,9 +231,10 @@ ENGLISH = Language(
     comparison_forms=_forms(
         # "How does X differ from Y?", "How is X different from Y?", "How does X compare to/with Y?"
         r"\bhow\s+(?:does|do|did|is|are)\s+(?P<a>.+?)\s+(?:differ|different|compare)\s+(?:from|to|with|against)\s+(?P<b>.+)$",
-        # "What's the difference between X and Y?", "... between X, Y and Z in W", "choosing between X and Y"
+        # "What's the difference between X and Y?", "... between X, Y and Z in W", "choosing between X and Y - which
+        # ...?" (a colon or a dash before the question ends the list, as in "X or Y: which ...?")
         r"\b(?:differences?|choos(?:e|es|ing)|pick(?:s|ing)?|decid(?:e|es|ing)|select(?:s|ing)?|torn)\s+between\s+"
-        r"(?P<items>.+)$",
+        rf"(?P<items>.+?)(?:{_THEN_ASKS})?$",
         # "When would I pick X over Y?", "... use X instead of Y"
         rf"\bwhen\s+(?:would|should|do|does|might|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<a>.+?)\s+"
         r"(?:over|instead\s+of|rather\s+than)\s+(?P<b>.+)$",
@@ -244,7 +246,7 @@ ENGLISH = Language(
         # "X compared to Y, which ...?"
         r"^(?P<a>.+?)\s+(?:compared|in\s+comparison)\s+(?:to|with)\s+(?P<b>.+)$",
         # "X vs Y vs Z: which ...?"
-        r"^(?P<items>.+?(?:\s+(?:vs\.?|versus)\s+.+?){2,})$",
+        rf"^(?P<items>.+?(?:\s+(?:vs\.?|versus)\s+.+?){{2,}})(?:{_THEN_ASKS})?$",
         # "X vs Y: which ...?", "X versus Y"
         r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+)$",
         # "Compare X, Y and Z", "Compare X and Y for Z"
@@ -254,7 +256,7 @@ ENGLISH = Language(
         # "X or Y: which ...?", "X or Y \u2014 which ...?"
         r"^(?P<a>[^,:\u2014]+?)\s+or\s+(?P<b>[^,:\u2014]+?)\s*(?::|\u2014|\s-)\s+(?:which|what|who|how)\b.*$",
         # "X, Y and Z: when is each one used?"
-        rf"^(?P<items>{_IN_ONE_SENTENCE}+?)\s*(?::|\u2014|\s-)\s+(?:which|what|who|how|when|where|why)\b.*$",
+        rf"^(?P<items>{_IN_ONE_SENTENCE}+?){_THEN_ASKS}$",
         # "An attribute built from another one: X, Y, or Z?" (the choice closes the question)
         r"[:\u2014]\s+(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|which|what|who|whom|how|when|"
         rf"where|why)\b)(?P<items>{_IN_ONE_SENTENCE}+?\s+or\s+{_IN_ONE_SENTENCE}+)$",
@@ -262,8 +264,7 @@ ENGLISH = Language(
         r"^(?P<a>[^\s,:]+)\s+or\s+(?P<b>[^,:]+)$",
     ),
     side_ends=re.compile(
-        r"\s*[?:;,]|\s[-\u2013\u2014]\s|\s+(?:for|to|in|as|when|if|with|on|at|because|so|which|that|while|regarding|"
-        r"about|"
+        r"\s*[?:;,]|\s+(?:for|to|in|when|if|with|on|at|because|so|which|that|while|regarding|about|"
         r"and\s+(?:why|how|what|which|when))\b"),  # case-sensitive: "Lean On Tomorrow" is a name, " on " is not
     side_openers=frozenset("the a an my our your plain using".split()),
     side_closers=frozenset("itself alone".split()),
