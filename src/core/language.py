@@ -255,8 +255,6 @@ ENGLISH = Language(
         r"^(?:which|what)\b[^,:]*[,:]\s+(?P<a>[^,:]+?),?\s+or\s+(?P<b>[^,:]+)$",
         # "X or Y: which ...?", "X or Y \u2014 which ...?"
         r"^(?P<a>[^,:\u2014]+?)\s+or\s+(?P<b>[^,:\u2014]+?)\s*(?::|\u2014|\s-)\s+(?:which|what|who|how)\b.*$",
-        # "X, Y and Z: when is each one used?"
-        rf"^(?P<items>{_IN_ONE_SENTENCE}+?){_THEN_ASKS}$",
         # "An attribute built from another one: X, Y, or Z?" (the choice closes the question)
         r"[:\u2014]\s+(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|which|what|who|whom|how|when|"
         rf"where|why)\b)(?P<items>{_IN_ONE_SENTENCE}+?\s+or\s+{_IN_ONE_SENTENCE}+)$",

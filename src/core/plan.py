@@ -458,27 +458,24 @@ def assign_roles(plan: Plan) -> Plan:
     return plan.model_copy(update={"subqueries": subqueries})
 
 
-def with_question_searched(plan: ExecutedPlan, *, budget: int | None = None) -> ExecutedPlan:
+def with_question_searched(plan: ExecutedPlan) -> ExecutedPlan:
     """The plan, searching the question as asked: DESIGN.md's invariant under every planner.
 
     A plan none of whose subqueries searches the question (role `question`) gains one, `s0` (or the first free
     `sN`), with the plan's query as its text, in the first layer: whatever a planner wrote (an LLM's narrower
     searches, a comparison's sides, a user's own plan), the single path's ranking is among the candidates. Its
     turn in the evidence budget (`select_sources` goes by plan order): after a comparison's sides and their
-    chains, which split the question by name and each need their own document, unless the sides are more than
-    `budget` passages hold (then no side-by-side evidence fits, and the question's own best passage, often the one
-    that compares them all, goes first); before anything else a planner wrote, as the rule planner's bridge puts
-    the question first. A plan that needs no retrieval, or already searches the question, is returned as it is.
-    Never raises.
+    chains, which split the question by name and each need their own document; before anything else a planner
+    wrote, as the rule planner's bridge puts the question first. A plan that needs no retrieval, or already
+    searches the question, is returned as it is. Never raises.
     """
     if not plan.requires_retrieval or not plan.subqueries or any(sq.role == "question" for sq in plan.subqueries):
         return plan
     ids = {sq.id for sq in plan.subqueries}
     question = SubQuery(id=next(f"s{i}" for i in itertools.count() if f"s{i}" not in ids), text=plan.query,
                         role="question")
-    sides = sum(sq.role == "side" for sq in plan.subqueries)
-    sides_fit = budget is None or sides <= budget
-    subqueries = [*plan.subqueries, question] if sides and sides_fit else [question, *plan.subqueries]
+    comparison = any(sq.role == "side" for sq in plan.subqueries)
+    subqueries = [*plan.subqueries, question] if comparison else [question, *plan.subqueries]
     searched = plan.model_copy(update={"subqueries": subqueries})
     return searched.model_copy(update={
         "layers": layer_plan(searched),

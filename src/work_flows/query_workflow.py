@@ -209,7 +209,7 @@ class QueryWorkflow(Workflow):
         if plan is None:
             ledger.degrade("planner", "query deadline passed", "rule-based planner")
             plan = self.planner.fallback_plan(question, history, "the query deadline passed while planning")
-        plan = with_question_searched(plan, budget=self.policy.context_budget)
+        plan = with_question_searched(plan)
         run = QueryRun(question=question, plan=plan, ledger=ledger, started_at=started, deadline=deadline,
                        path=path_of(self.policy, plan), known_names=await self._known_names(plan))
         if run.out_of_time():
