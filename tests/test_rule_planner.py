@@ -226,6 +226,7 @@ def test_two_pieces_of_code_joined_by_or_are_compared_wherever_the_sentence_puts
     # A question after a colon is no list of choices; a list does not run across a sentence's end.
     "a field with both converter= and validator= : does the validator see the raw input or the converted value?",
     "class Meta: strict = True is gone in the new release. how do I keep strict loading, or get the old error back?",
+    "Who or what inspired the title of the novel?",
 ])
 def test_or_between_what_is_not_code_or_a_name_compares_nothing(question):
     assert find_comparison(question) is None

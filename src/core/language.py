@@ -224,6 +224,9 @@ def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
 
 _PEOPLE = r"(?:i|we|you|one)"
 _THEN_ASKS = r"\s*(?::|\u2014|\s-)\s+(?:which|what|who|how|when|where|why)\b.*"  # ": which ...", " - how ..."
+# What follows opens no question of its own.
+_NO_QUESTION_WORD = (r"(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|which|what|who|whom|how|when|"
+                     r"where|why)\b)")
 _IN_ONE_SENTENCE = r"(?:[^:\u2014.?!]|\.(?=\w))"  # a character of a list that stays in one sentence (`a.b` may)
 _CHOOSE = r"(?:use|pick|choose|prefer|go\s+with|take|install|adopt|learn|switch\s+to)"
 
@@ -256,10 +259,9 @@ ENGLISH = Language(
         # "X or Y: which ...?", "X or Y \u2014 which ...?"
         r"^(?P<a>[^,:\u2014]+?)\s+or\s+(?P<b>[^,:\u2014]+?)\s*(?::|\u2014|\s-)\s+(?:which|what|who|how)\b.*$",
         # "An attribute built from another one: X, Y, or Z?" (the choice closes the question)
-        r"[:\u2014]\s+(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|which|what|who|whom|how|when|"
-        rf"where|why)\b)(?P<items>{_IN_ONE_SENTENCE}+?\s+or\s+{_IN_ONE_SENTENCE}+)$",
+        rf"[:\u2014]\s+{_NO_QUESTION_WORD}(?P<items>{_IN_ONE_SENTENCE}+?\s+or\s+{_IN_ONE_SENTENCE}+)$",
         # "X or Y for Z?", a one-word first side opening the question
-        r"^(?P<a>[^\s,:]+)\s+or\s+(?P<b>[^,:]+)$",
+        rf"^{_NO_QUESTION_WORD}(?P<a>[^\s,:]+)\s+or\s+(?P<b>[^,:]+)$",
     ),
     side_ends=re.compile(
         r"\s*[?:;,]|\s+(?:for|to|in|when|if|with|on|at|because|so|which|that|while|regarding|about|"
