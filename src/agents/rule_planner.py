@@ -28,7 +28,6 @@ _CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members":
 _QUOTED = re.compile(rf"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|([A-Za-z_][\w.]*\((?:[^()]|\([^()]*\))*\))|{CODE_IDENTIFIER}")
 _QUOTED_SPANS = 4  # the groups before CODE_IDENTIFIER's: spans quoted or written as a call
 _HELD_PAIR = re.compile(r"(?<![\w-])(Quoted\d+),?\s+or\s+(Quoted\d+)(?=[\s?,:;.!]|$)")
-_VERSUS = re.compile(r"\s+(?:vs\.?|versus)\s+", re.IGNORECASE)
 _WORD = re.compile(r"\S+")
 BRIDGE_MIN_CONTENT_WORDS = 3  # "Who is he?" has nothing for a second hop to build on
 
@@ -242,7 +241,7 @@ def _comparison_with_link(question: str, language: Language) -> tuple[str, str] 
 
 def _comparison_with_versus(question: str, language: Language) -> tuple[str, str] | None:
     """"Quillpack vs Stowbuild: which is faster?" / "Tomas Reyne versus Mara Vance: who directed more films?" """
-    parts = _VERSUS.split(question.rstrip(" ?"), maxsplit=1)
+    parts = language.chain_joiner.split(question.rstrip(" ?"), maxsplit=1)
     if len(parts) != 2:
         return None
     left = _clean(" ".join(_past_opening_words(_trailing_name(parts[0].split()), language)))
@@ -355,8 +354,7 @@ def _owner_and_owned(a: str, b: str, language: Language) -> tuple[str, str] | No
 def _listed_sides(items: str, language: Language) -> list[str]:
     """"X, Y and Z for W" -> [X, Y, Z]: comma-separated, the last two joined by a `list_joiners` word; "X vs Y vs Z"
     -> [X, Y, Z]: every two joined by a `chain_joiners` word."""
-    chain = "|".join(re.escape(word) for word in language.chain_joiners)
-    chained = re.split(rf"\s+(?:{chain})\s+", items) if chain else [items]
+    chained = language.chain_joiner.split(items)
     if len(chained) >= 2:
         return chained
     *firsts, last = [part for part in re.split(r",\s*", items) if part.strip()] or [""]

@@ -140,6 +140,11 @@ class Language:
         return re.compile(rf"\s({_alternation(link for link, _ in self.linked_cues)})\s")
 
     @cached_property
+    def chain_joiner(self) -> re.Pattern[str]:
+        """A word of `chain_joiners` between spaces, any case ("X *vs* Y", "X *Versus* Y")."""
+        return re.compile(rf"\s+(?:{_alternation(self.chain_joiners, longest_first=True)})\s+", re.IGNORECASE)
+
+    @cached_property
     def attribute_of(self) -> Mapping[str, str]:
         """`cue_attributes` as a mapping."""
         return MappingProxyType(dict(self.cue_attributes))
@@ -223,10 +228,10 @@ def _forms(*patterns: str) -> tuple[re.Pattern[str], ...]:
 
 
 _PEOPLE = r"(?:i|we|you|one)"
-_THEN_ASKS = r"\s*(?::|\u2014|\s-)\s+(?:which|what|who|how|when|where|why)\b.*"  # ": which ...", " - how ..."
+_ASKING = r"which|what|who|how|when|where|why"
+_THEN_ASKS = rf"\s*(?::|\u2014|\s-)\s+(?:{_ASKING})\b.*"  # ": which ...", " - how ..."
 # What follows opens no question of its own.
-_NO_QUESTION_WORD = (r"(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|which|what|who|whom|how|when|"
-                     r"where|why)\b)")
+_NO_QUESTION_WORD = rf"(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|whom|{_ASKING})\b)"
 _IN_ONE_SENTENCE = r"(?:[^:\u2014.?!]|\.(?=\w))"  # a character of a list that stays in one sentence (`a.b` may)
 _CHOOSE = r"(?:use|pick|choose|prefer|go\s+with|take|install|adopt|learn|switch\s+to)"
 
