@@ -679,7 +679,7 @@ calls are slower; compare latencies within a set). `…-excerpts-…`: the model
 `…-llm-planner-…`: the model planning as well; `…-chain-example-…`: the writer prompt with its second worked example,
 an answer found through two sources (ARCHITECTURE.md, "Prompts are written for a 1.5B model"); `hotpot40-seed2-…`:
 40 other HotpotQA questions (seed 2), held out while that example was chosen, without and with it; `…-at-<commit>`:
-the latest measurement, today's defaults at that commit (prompt cache on, `--threads 2`):
+the defaults of that commit (prompt cache on, `--threads 2`), measured again as the code moves on:
 
 {table(["set", "system", *LLM_PLANNER_COLUMNS, "commit"], run_rows)}
 
