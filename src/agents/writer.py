@@ -277,7 +277,10 @@ def side_openings(plan: ExecutedPlan, scored: _ScoredSentences) -> list[int]:
     document's title or section path names the side (its `must_include`, case aside): a section headed by the thing
     opens by saying what it is ("--diff: Don't write the files back, just output a diff …"; "Multiple Options: The
     multiple options format allows options to take an arbitrary number of arguments"), and the side's best sentence
-    by the cross-encoder is often a detail or an example that names it."""
+    by the cross-encoder is often a detail or an example that names it. Where the heading does not name the side,
+    the first sentence of that document that names it: a page defines a thing where it first mentions it, and the
+    examples come after ("If you use `if.not`, then the override is true only if none of the items in it are true."
+    before the TOML that shows it)."""
     openings: list[int] = []
     for sq in plan.subqueries:
         if sq.role != "side" or sq.id not in scored.best_for:
@@ -288,7 +291,28 @@ def side_openings(plan: ExecutedPlan, scored: _ScoredSentences) -> list[int]:
         names = [name.lower() for name in sq.hints.must_include]
         if opening is not None and any(name in scored.candidates[opening].context.lower() for name in names):
             openings.append(opening)
+        elif (first := next((i for i, c in enumerate(scored.candidates) if c.source_number == source
+                             and any(name in c.sentence.lower() for name in names)), None)) is not None:
+            openings.append(first)
     return openings
+
+
+def sides_named_elsewhere(names: dict[str, list[str]], speaking: dict[str, int], candidates: list[_Candidate]
+                          ) -> list[tuple[str, int]]:
+    """For each comparison side (`names`: side id -> its `must_include`, lower-case) none of whose speaking document's
+    sentences (`speaking`: subquery id -> source number) names it, the sentences of the other sources that do, as
+    (side id, candidate index): where the side's own search landed beside the point ("If you use `if.not`, then the
+    override is true only if none of the items in it are true." sits in the passage the other side kept, and the
+    side's own page is the section on a third key), the sentence that says what the side is, is in another passage
+    the question kept, and the side is scored on those."""
+    found: list[tuple[str, int]] = []
+    for sq_id, side_names in names.items():
+        if sq_id not in speaking or not side_names:
+            continue
+        naming = [index for index, c in enumerate(candidates) if any(name in c.sentence.lower() for name in side_names)]
+        if not any(candidates[index].source_number == speaking[sq_id] for index in naming):
+            found.extend((sq_id, index) for index in naming)
+    return found
 
 
 def excerpt(sentences: list[str], picked: set[int]) -> str:
@@ -414,6 +438,8 @@ class WriterAgent:
             for sq_id in sources[c.source_number - 1].subquery_ids
             if best_source[sq_id] == c.source_number and sq_id in subquery_text and subquery_text[sq_id] != question
         ]
+        names = {sq.id: [name.lower() for name in sq.hints.must_include] for sq in plan.subqueries if sq.role == "side"}
+        subquery_pairs += [(index, sq_id) for sq_id, index in sides_named_elsewhere(names, best_source, candidates)]
         # The parts after the first: the whole question's scores already favour what it opens with (replayed on every
         # set, scoring the first part too changed no answer's match and cost its pairs).
         parts = self.language.question_parts(question)[1:]
@@ -432,7 +458,6 @@ class WriterAgent:
         # answers the question best there may be the other side's ("Gevent is a reliable way to handle numerous, long
         # lived, concurrent connections" for the side "async views", whose page says "Each request still ties up one
         # worker, even for async views").
-        names = {sq.id: [name.lower() for name in sq.hints.must_include] for sq in plan.subqueries if sq.role == "side"}
         best_for = {sq_id: max(_naming(options, names.get(sq_id, []), candidates), key=lambda option: option[0])
                     for sq_id, options in said_by.items()}
         lead_source = min((best_source[sq.id] for sq in plan.subqueries
