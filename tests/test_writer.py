@@ -14,6 +14,7 @@ from dagrag.agents.writer import (
     going_on,
     in_context,
     quoted_sentences,
+    side_openings,
     speaking_documents,
 )
 from dagrag.core.language import ENGLISH
@@ -484,6 +485,46 @@ def test_a_side_also_quotes_the_opening_of_its_document_where_its_heading_names_
         assert scored.candidates[scored.best_for["s2"][1]].sentence.startswith("Coloured output")  # this case
         answer = asyncio.run(writer.awrite(question, plan, pages, RunLedger())).text
         assert ("Don't write the files back" in answer) is opens
+
+
+def test_a_side_whose_heading_does_not_name_it_also_quotes_its_documents_first_sentence_that_does(reranker) -> None:
+    # The --diff side's page is headed "Output": it says what --diff does where it first names it, and the side's best
+    # sentence by the cross-encoder is a later one that names it with the question's words. The first naming sentence
+    # is quoted too; the page's opening, which names no side, is not.
+    question = "tarn --check vs --diff: which one makes a CI step fail on unformatted code?"
+    check = listed_by(1, "Options > --check", "Tarn exits with code 1 when some files would be reformatted. With "
+                      "`--check`, nothing is written.", "s1", "s0")
+    defines = "With `--diff`, tarn does not write the files back and prints what would change instead."
+    output = listed_by(2, "Output", f"Tarn reports each file it formats. {defines} A CI step that runs `tarn --diff` "
+                       "shows what would change.", "s2")
+    plan = side_plan(question, "--check", "--diff")
+    writer = WriterAgent(reranker)
+    scored = asyncio.run(writer._score(question, plan, [check, output]))
+    assert scored.candidates[scored.best_for["s2"][1]].sentence.startswith("A CI step")  # what makes this case
+    assert [scored.candidates[i].sentence for i in side_openings(plan, scored)] == [
+        "Tarn exits with code 1 when some files would be reformatted.", defines]  # --check's heading names it
+    answer = asyncio.run(writer.awrite(question, plan, [check, output], RunLedger())).text
+    assert f"{defines} [2]" in answer and "reports each file" not in answer
+
+
+def test_a_side_named_nowhere_in_its_own_document_is_scored_on_the_other_sources_that_name_it(reranker) -> None:
+    # The `if.none` side's search landed on a section that never names it; the sentence that says what it means sits
+    # in the passage the other side kept. That sentence speaks for the side; with no source naming the side, the
+    # side keeps its own document's best.
+    question = "How does if.all differ from if.none in tarn overrides?"
+    none = "With `if.none`, the override applies only if none of its conditions hold."
+    overrides = listed_by(1, "Overrides > Conditions", "With `if.all`, the override applies only if every condition "
+                          f"holds. {none}", "s1", "s0")
+    failed = listed_by(2, "Overrides > Failed builds", "An override can also apply after a failed build. Set "
+                       "`failed = true` to retry with other settings.", "s2")
+    plan = side_plan(question, "if.all", "if.none")
+    writer = WriterAgent(reranker)
+    scored = asyncio.run(writer._score(question, plan, [overrides, failed]))
+    assert scored.candidates[scored.best_for["s2"][1]].sentence == none
+    assert f"{none} [1]" in asyncio.run(writer.awrite(question, plan, [overrides, failed], RunLedger())).text
+    unnamed = side_plan(question, "if.all", "if.any")
+    scored = asyncio.run(writer._score(question, unnamed, [overrides, failed]))
+    assert scored.candidates[scored.best_for["s2"][1]].source_number == 2
 
 
 def test_a_hops_answer_is_the_sentence_that_answers_as_read_after_its_parents(reranker) -> None:
