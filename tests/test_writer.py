@@ -424,7 +424,7 @@ def listed_by(number: int, section: str, text: str, *subquery_ids: str) -> Sourc
         update={"subquery_id": subquery_ids[0], "subquery_ids": list(subquery_ids)})
 
 
-def test_each_side_speaks_through_a_document_no_earlier_side_speaks_through_where_it_has_one() -> None:
+def test_each_side_speaks_through_a_document_no_earlier_side_speaks_through_headed_by_it_where_one_is() -> None:
     plan = side_plan("Which is the default?", "--quick", "--careful")
     both = listed_by(1, "Options > --quick / --careful", "Both flags.", "s1", "s2", "s0")
     careful = listed_by(2, "Safety", "The careful check.", "s2")
@@ -432,6 +432,12 @@ def test_each_side_speaks_through_a_document_no_earlier_side_speaks_through_wher
     assert speaking_documents(plan, [both, careful, quick]) == {"s1": 1, "s2": 2, "s0": 1}
     # A side with no other document shares the first; a subquery of any other role keeps its first.
     assert speaking_documents(plan, [both, quick]) == {"s1": 1, "s2": 1, "s0": 1}
+    # Of the documents no earlier side speaks through, the first headed by the side, where one is: the overview
+    # that came first names both flags in its text, the section on --careful is the side's own.
+    overview = listed_by(2, "Options", "Tarn has a quick and a careful mode.", "s2")
+    assert speaking_documents(plan, [both, overview, careful, quick])["s2"] == 2  # no heading names --careful
+    own = listed_by(3, "Options > --careful", "The careful check.", "s2")
+    assert speaking_documents(plan, [both, overview, own, quick]) == {"s1": 1, "s2": 3, "s0": 1}
     assert speaking_documents(bridge_plan("Which is the default?"),
                               [hop_source(1, "A", "x").model_copy(update={"subquery_ids": ["s1", "s2"]})]) == {
         "s1": 1, "s2": 1}

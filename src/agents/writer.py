@@ -215,7 +215,10 @@ def speaking_documents(plan: ExecutedPlan, sources: list[Source]) -> dict[str, i
     """For each subquery that kept a source, the source (1-based) it speaks through in the answer: its own best
     document, the first source that lists it. A comparison side speaks through the first source that lists it and
     no earlier side speaks through, where there is one: a section on both sides ("--fast / --safe") often comes first
-    for both, and the second side's own page ("When run with --safe (the default), …") would not speak at all."""
+    for both, and the second side's own page ("When run with --safe (the default), …") would not speak at all. Of
+    those, the first whose title or section path names the side (its `must_include`, case aside), where one does: a
+    page of two sections kept for one side, "Preference Settings" and "Project Properties", speaks for the side
+    "Project Properties" under that heading, not under the other one that came first."""
     listing: dict[str, list[int]] = {}  # subquery id -> the sources that list it, in order
     for n, source in enumerate(sources, start=1):
         for sq_id in source.subquery_ids:
@@ -224,7 +227,10 @@ def speaking_documents(plan: ExecutedPlan, sources: list[Source]) -> dict[str, i
     taken: set[int] = set()
     for sq in plan.subqueries:
         if sq.role == "side" and sq.id in listing:
-            speaks[sq.id] = next((n for n in listing[sq.id] if n not in taken), speaks[sq.id])
+            names = [name.lower() for name in sq.hints.must_include]
+            free = [n for n in listing[sq.id] if n not in taken]
+            headed = [n for n in free if any(name in sentence_context(sources[n - 1]).lower() for name in names)]
+            speaks[sq.id] = (headed or free or [speaks[sq.id]])[0]
             taken.add(speaks[sq.id])
     return speaks
 
