@@ -19,7 +19,7 @@ from llama_index.core import PromptTemplate
 
 from ..core.language import ENGLISH, Language
 from ..core.markup import plain
-from ..core.plan import ExecutedPlan
+from ..core.plan import ExecutedPlan, SubQuery
 from ..core.replies import declines, split_concise_answer
 from ..core.result import RunLedger, Source, WrittenAnswer
 from ..core.roles import Reranker
@@ -203,12 +203,23 @@ def _best_per_hop(pairs: list[tuple[str, int]], scores: list[float], *, at_least
     return {sq_id: index for sq_id, (score, index) in best.items() if score >= at_least}
 
 
+def side_names(sq: SubQuery) -> list[str]:
+    """What names a comparison side: its `must_include`, lower-case (`says_one_of` reads a text for them)."""
+    return [name.lower() for name in sq.hints.must_include]
+
+
+def says_one_of(text: str, names: list[str]) -> bool:
+    """Whether `text` says one of `names` (lower-case), case aside."""
+    text = text.lower()
+    return any(name in text for name in names)
+
+
 def _naming(options: list[tuple[float, int]], names: list[str], candidates: list[_Candidate]
             ) -> list[tuple[float, int]]:
     """Of `options` ((score, candidate index)), those whose sentence names one of `names` (lower-case), or all of
     them when none does."""
     return [option for option in options
-            if any(name in candidates[option[1]].sentence.lower() for name in names)] or options
+            if says_one_of(candidates[option[1]].sentence, names)] or options
 
 
 def speaking_documents(plan: ExecutedPlan, sources: list[Source]) -> dict[str, int]:
@@ -227,9 +238,8 @@ def speaking_documents(plan: ExecutedPlan, sources: list[Source]) -> dict[str, i
     taken: set[int] = set()
     for sq in plan.subqueries:
         if sq.role == "side" and sq.id in listing:
-            names = [name.lower() for name in sq.hints.must_include]
             free = [n for n in listing[sq.id] if n not in taken]
-            headed = [n for n in free if any(name in sentence_context(sources[n - 1]).lower() for name in names)]
+            headed = [n for n in free if says_one_of(sentence_context(sources[n - 1]), side_names(sq))]
             speaks[sq.id] = (headed or free or [speaks[sq.id]])[0]
             taken.add(speaks[sq.id])
     return speaks
@@ -294,11 +304,11 @@ def side_openings(plan: ExecutedPlan, scored: _ScoredSentences) -> list[int]:
         source = scored.candidates[scored.best_for[sq.id][1]].source_number
         opening = next((i for i, c in enumerate(scored.candidates) if c.source_number == source and c.position == 0),
                        None)
-        names = [name.lower() for name in sq.hints.must_include]
-        if opening is not None and any(name in scored.candidates[opening].context.lower() for name in names):
+        names = side_names(sq)
+        if opening is not None and says_one_of(scored.candidates[opening].context, names):
             openings.append(opening)
         elif (first := next((i for i, c in enumerate(scored.candidates) if c.source_number == source
-                             and any(name in c.sentence.lower() for name in names)), None)) is not None:
+                             and says_one_of(c.sentence, names)), None)) is not None:
             openings.append(first)
     return openings
 
@@ -312,10 +322,10 @@ def sides_named_elsewhere(names: dict[str, list[str]], speaking: dict[str, int],
     side's own page is the section on a third key), the sentence that says what the side is, is in another passage
     the question kept, and the side is scored on those."""
     found: list[tuple[str, int]] = []
-    for sq_id, side_names in names.items():
-        if sq_id not in speaking or not side_names:
+    for sq_id, said in names.items():
+        if sq_id not in speaking or not said:
             continue
-        naming = [index for index, c in enumerate(candidates) if any(name in c.sentence.lower() for name in side_names)]
+        naming = [index for index, c in enumerate(candidates) if says_one_of(c.sentence, said)]
         if not any(candidates[index].source_number == speaking[sq_id] for index in naming):
             found.extend((sq_id, index) for index in naming)
     return found
@@ -444,7 +454,7 @@ class WriterAgent:
             for sq_id in sources[c.source_number - 1].subquery_ids
             if best_source[sq_id] == c.source_number and sq_id in subquery_text and subquery_text[sq_id] != question
         ]
-        names = {sq.id: [name.lower() for name in sq.hints.must_include] for sq in plan.subqueries if sq.role == "side"}
+        names = {sq.id: side_names(sq) for sq in plan.subqueries if sq.role == "side"}
         subquery_pairs += [(index, sq_id) for sq_id, index in sides_named_elsewhere(names, best_source, candidates)]
         # The parts after the first: the whole question's scores already favour what it opens with (replayed on every
         # set, scoring the first part too changed no answer's match and cost its pairs).
