@@ -190,6 +190,14 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
     # A call inside a call is still one name.
     ("json.loads(path.read_text()) or json.load(open(path)) for a small settings file?",
      ("json.loads(path.read_text())", "json.load(open(path))")),
+    # A subscript is one name too, commas and all.
+    ('Annotated[int, Field(alias="id")] vs a plain int field: what does the model accept?',
+     ('Annotated[int, Field(alias="id")]', "int field")),
+    # The last side ends at an em dash that asks the question, written close up or not.
+    ("pack.Warning vs PackError\u2014which one stops the build?", ("pack.Warning", "PackError")),
+    ("pack.Warning vs PackError \u2014 which one stops the build?", ("pack.Warning", "PackError")),
+    # Quotes glued to code are part of it: the documents write `mode="fast"`, not `mode=fast`.
+    ('How does mode="fast" differ from mode="safe" with the cache on?', ('mode="fast"', 'mode="safe"')),
 ])
 def test_a_comparison_is_recognised_by_its_form_with_lower_case_dotted_and_code_names(question, sides):
     comparison = find_comparison(question)
@@ -262,6 +270,16 @@ def test_a_name_with_capitalised_small_words_is_not_cut_where_a_sentence_would_g
     found = find_comparison("Which song was released more recently, Come With Me (Pure Imagination) or Hold On Me "
                             "(Grinspoon Song)?")
     assert found is not None and found.entities[1] == "Hold On Me (Grinspoon Song)"
+
+
+def test_a_name_ends_where_its_sentence_ends_but_not_at_an_en_dash_or_abbreviation_inside_it():
+    found = find_comparison("I have handlers for both LockError and Exception. Which one handles a timeout?")
+    assert found is not None and found.entities == ("LockError", "Exception")
+    found = find_comparison("Which airport is busier, Velmora Regional Airport or Tarrasine\u2013Quill Airport?")
+    assert found is not None and found.entities == ("Velmora Regional Airport", "Tarrasine\u2013Quill Airport")
+    found = find_comparison("Who was born first, Mara Vance Jr. or Tomas St. Reyne?")
+    # (the full stop closing a name was never kept)
+    assert found is not None and found.entities == ("Mara Vance Jr", "Tomas St. Reyne")
 
 
 def test_another_language_is_another_language_object_not_an_edit_of_the_planner():

@@ -23,10 +23,14 @@ from ..core.plan import Hints, Plan, SubQuery, single_query_plan
 from ..core.text import content_words
 
 MAX_NAME_WORDS = 12  # longer, a "name" is a clause the rules misread
-_CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])")  # "X or Y, had more members": the name ends at the comma
+# "X or Y, had more members", "X or Y — what's each for?": the name ends at the comma or the em dash
+_CLAUSE_AFTER_NAME = re.compile(r",\s+(?=[a-z])|\s*\u2014")
+_SENTENCE_END = re.compile(r"[a-z]{3}[.!?]$")  # "... HTTPException and Exception. Which one ...": no "St." or "Jr."
 # A quoted or `code` span, a call written out, or code without backticks (`--option`, `pkg.module`, `snake_case`).
-_QUOTED = re.compile(rf"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”|([A-Za-z_][\w.]*\((?:[^()]|\([^()]*\))*\))|{CODE_IDENTIFIER}")
-_QUOTED_SPANS = 4  # the groups before CODE_IDENTIFIER's: spans quoted or written as a call
+_QUOTED = re.compile(rf"`([^`]+)`|\"([^\"]+)\"|“([^”]+)”"
+                     rf"|([A-Za-z_][\w.]*(?:\((?:[^()]|\([^()]*\))*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]))|{CODE_IDENTIFIER}")
+_QUOTED_SPANS = 4  # the groups before CODE_IDENTIFIER's: spans quoted or written as a call or a subscript
+_QUOTE_GROUPS = (2, 3)  # "..." and “...”: quotes of prose, dropped unless they are part of code (`markdown="block"`)
 _HELD_PAIR = re.compile(r"(?<![\w-])(Quoted\d+),?\s+or\s+(Quoted\d+)(?=[\s?,:;.!]|$)")
 _WORD = re.compile(r"\S+")
 BRIDGE_MIN_CONTENT_WORDS = 3  # "Who is he?" has nothing for a second hop to build on
@@ -48,7 +52,7 @@ def _leading_name(words: list[str]) -> list[str]:
         word = words[i]
         if is_name_word(word):
             run = words[: i + 1]
-            if word.endswith(",") or word.endswith(":"):
+            if word.endswith((",", ":")) or _SENTENCE_END.search(word):
                 break
             i += 1
         elif is_connector(word) and i + 1 < len(words) and is_name_word(words[i + 1]) and run:
@@ -259,14 +263,18 @@ def _comparison_of_held_pair(question: str) -> tuple[str, str] | None:
 
 
 def _hold_quoted(question: str) -> tuple[str, dict[str, str]]:
-    """The question with each quoted or `code` span, each call written out (`IntRange(0, 5, clamp=True)`) and each
-    piece of code written without backticks (`--exclude`, `structlog.stdlib.get_logger`, `format_exc_info`) as one
-    name word ("Quoted0"), and what each stands for: "Which is faster, `uv` or `pip`?" compares two names, lower case
-    or not, with spaces or commas inside."""
+    """The question with each quoted or `code` span, each call or subscript written out (`IntRange(0, 5, clamp=True)`,
+    `Annotated[int, override(rename="id")]`) and each piece of code written without backticks (`--exclude`,
+    `structlog.stdlib.get_logger`, `format_exc_info`) as one name word ("Quoted0"), and what each stands for: "Which
+    is faster, `uv` or `pip`?" compares two names, lower case or not, with spaces or commas inside. Quotes glued to
+    what comes before them are code and stay (`markdown="block"` is what the documents write)."""
     spans: dict[str, str] = {}
 
     def hold(match: re.Match[str]) -> str:
         span = next(group for group in match.groups() if group is not None).strip()
+        before = question[match.start() - 1] if match.start() else " "
+        if match.lastindex in _QUOTE_GROUPS and not before.isspace() and before not in "([{":  # glued: code
+            span = match.group(0)
         if match.lastindex is not None and match.lastindex > _QUOTED_SPANS and is_abbreviation(span):
             return match.group(0)  # "e.g" written out is not code (a quoted `x` is still a name)
         token = f"Quoted{len(spans)}"

@@ -269,7 +269,9 @@ ENGLISH = Language(
         rf"^{_NO_QUESTION_WORD}(?P<a>[^\s,:]+)\s+or\s+(?P<b>[^,:]+)$",
     ),
     side_ends=re.compile(
-        r"\s*[?:;,]|\s+(?:for|to|in|when|if|with|on|at|because|so|which|that|while|regarding|about|"
+        # a clause mark, an em dash ("X vs Y—which ...?") or a sentence's end ("... and Exception. Which ..."); a comma
+        # or colon inside code (`partial=("name",)`) is not one
+        r"\s*(?:[?;\u2014]|[:,](?!\S))|(?<=[a-z]{3})\.\s|\s+(?:for|to|in|when|if|with|on|at|because|so|which|that|while|regarding|about|"
         r"and\s+(?:why|how|what|which|when))\b"),  # case-sensitive: "Lean On Tomorrow" is a name, " on " is not
     side_openers=frozenset("the a an my our your plain using".split()),
     side_closers=frozenset("itself alone".split()),
