@@ -9,7 +9,7 @@ import re
 import pytest
 
 from dagrag.agents.writer import NO_EVIDENCE_ANSWER
-from dagrag.core.names import Place, code_names
+from dagrag.core.names import KnownNames, Place, code_names, word_beginnings
 from dagrag.core.result import Source, WrittenAnswer
 from dagrag.work_flows.answerability import (
     AbstainBar,
@@ -22,6 +22,8 @@ from dagrag.work_flows.answerability import (
     every_side_answered,
     joined_evidence,
     mentions,
+    undocumented_member_reason,
+    undocumented_members,
     undocumented_side_reason,
     undocumented_sides,
     unfound_names,
@@ -80,6 +82,25 @@ def test_code_no_passage_found_contains_raises_the_bar() -> None:
     assert abstain_bar(abstain_below=0.1, unknown_name_below=0.5, unfound=[]) == AbstainBar(0.1)
     assert abstain_bar(abstain_below=0.1, unknown_name_below=0.0, unfound=["x.y"]) == AbstainBar(0.1)
     assert abstain_bar(abstain_below=0.0, unknown_name_below=0.5, unfound=["x.y"]) == AbstainBar(0.0)  # still off
+
+
+def test_a_member_the_collection_never_writes_of_a_namespace_it_does_is_undocumented() -> None:
+    pages = "Flask supports async views with asyncio. Use click.echo to print; click.prompt asks. Config from request."
+    known = KnownNames(frozenset({"flask"}), frozenset(word_beginnings(pages)))
+    assert undocumented_members(["asyncio.TaskGroup"], known) == ["asyncio.TaskGroup"]
+    assert undocumented_members(["@click.Spinner()"], known) == ["@click.Spinner()"]
+    assert undocumented_members(["click.prompt"], known) == []  # documented
+    assert undocumented_members(["trio.open_nursery"], known) == []  # a namespace the pages never write: no claim
+    assert undocumented_members(["request.config"], known) == []  # a user's own attribute, in words the pages write
+    assert undocumented_members(["build.yml"], known) == []  # a file's name, not a member
+    assert undocumented_members(["[click.envs.frobnicator]"], known) == []  # a table of the user's own config
+    assert undocumented_members(["asyncio.TaskGroup", "show_profile"], known) == []  # it also asks about other code
+    assert undocumented_members(["asyncio.TaskGroup"], KnownNames(frozenset({"flask"}))) == []  # no words recorded
+    assert undocumented_members([], known) == []
+    reason = undocumented_member_reason(["asyncio.TaskGroup"], 0.1)
+    assert reason is not None and "names asyncio.TaskGroup" in reason
+    assert undocumented_member_reason(["asyncio.TaskGroup"], 0.0) is None  # abstaining off
+    assert undocumented_member_reason([], 0.1) is None
 
 
 def test_joined_evidence_reads_each_two_sources_best_sentences_together_in_source_order() -> None:
@@ -154,6 +175,18 @@ async def test_an_option_the_collection_never_mentions_abstains(docs_workflow) -
     assert "ABSTAIN_UNKNOWN_NAME_BELOW" in result.abstain_reason
     # Without the higher bar the passages on --line-ranges answer it well enough for ABSTAIN_BELOW.
     assert not (await docs_workflow(abstain_unknown_name_below=0.0).run(query=near_miss)).abstained
+
+
+async def test_a_member_of_a_documented_namespace_the_collection_never_writes_abstains(docs_workflow) -> None:
+    """black's command-line page writes "black" on every line and nothing called a spinner: the passages on its
+    output options would answer "show a progress spinner" well enough, and say nothing of `black.Spinner`."""
+    result = await docs_workflow(abstain_unknown_name_below=0.0).run(
+        query="How do I show a progress spinner with black.Spinner?")  # whatever the passages score
+    assert result.abstained and "no page of the collection writes the member's name" in result.abstain_reason
+    assert result.answer.startswith("The collection does not seem to document 'black.Spinner'. The closest passages:")
+    assert not (await docs_workflow(abstain_below=0.0).run(query="What does black.Spinner show?")).abstained
+    documented = await docs_workflow().run(query="Which keys does black read from tool.black in pyproject.toml?")
+    assert not documented.abstained, documented.abstain_reason
 
 
 async def test_an_option_the_collection_documents_is_answered(docs_workflow) -> None:

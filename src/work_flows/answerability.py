@@ -15,6 +15,12 @@ ABSTAIN_UNKNOWN_NAME_BELOW (0.5: the cross-encoder finds an answer more likely t
 the ones kept: at budget 2 a comparison's second side may have been found and not kept. Prose names are not held so:
 they have aliases, inflections and misspellings ("JFK", "Margaraviate") that a string test would take for absence.
 
+Code the collection writes around but never names is not documented there. Asked "How do I use asyncio.TaskGroup to
+cancel sibling tasks on error?", Flask's documentation, which writes about asyncio and never about a TaskGroup, keeps
+its background-tasks section, which scores well enough even for the raised bar. So when every piece of code the
+question names is a dotted name whose qualifier some page writes and whose member no page does (`undocumented_members`,
+over the words the collection records at ingest), the run abstains whatever the passages score, naming the code.
+
 A chain's evidence is read together. "When was the last time the Olympics were held in the country that released
 Brellow Vodka?" is answered by two pages, the vodka's (a Kestrovian company's brand) and the Olympics' (held in
 Kestrovia in 2031), and neither, nor any of their sentences, answers it alone. So when nothing reaches the bar, each
@@ -47,10 +53,16 @@ from itertools import combinations
 
 from ..agents.writer import NO_EVIDENCE_ANSWER
 from ..core.markup import plain
-from ..core.names import Place, headed_by, names_all
+from ..core.names import KnownNames, Place, headed_by, names_all
 from ..core.replies import DECLINING_WORDS
 from ..core.result import Source, WrittenAnswer
 from ..core.sources import source_title
+from ..core.text import tokens
+
+# `build.yml`, `my_cli.py`, `Express.js`: a short lower-case last part is a file's kind, not a member of a namespace
+_FILE_KIND = re.compile(r"[a-z0-9]{1,4}")
+# `[tool.mytool.envs.linkcheck]`: a table of the user's own configuration file, its last part a name the user chose
+_TABLE_HEADER = re.compile(r"\[\[?[^\[\]]+\]\]?")
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,38 @@ def unfound_names(names: Sequence[str], found: Iterable[str]) -> list[str]:
         return []
     haystack = "\n".join(" ".join(plain(text).split()).casefold() for text in found)
     return [name for name in names if " ".join(plain(name).split()).casefold() not in haystack]
+
+
+def undocumented_members(names: Sequence[str], known: KnownNames) -> list[str]:
+    """The dotted code among `names` (`asyncio.TaskGroup`, `click.Spinner()`) whose qualifier the collection writes and
+    whose member it never does: every word of the qualifier is on some page, no word of the member on any
+    (`KnownNames.held`, as the collection records its words). All of `names` must be such, else [] (a question that
+    also names code the collection may document asks about that); [] too when the collection records no words, and
+    for a file's name (`build.yml`). A user's own code is not caught: `show_profile` has no qualifier, and the
+    members of `request.user_id` or `g.current_user` are words every collection writes; nor is a table of the user's
+    configuration (`[tool.mytool.envs.linkcheck]`), whose last part is the user's own name."""
+    if not names or not known.words:
+        return []
+    for name in names:
+        if _TABLE_HEADER.fullmatch(name.strip("`")):
+            return []
+        qualifier, dot, member = name.strip("`@").removesuffix("()").rpartition(".")
+        qualifier_words, member_words = tokens(qualifier), tokens(member)
+        if not dot or not qualifier_words or not member_words or _FILE_KIND.fullmatch(member):
+            return []
+        if len(known.held(qualifier_words)) < len(qualifier_words) or known.held(member_words):
+            return []
+    return list(names)
+
+
+def undocumented_member_reason(members: Sequence[str], abstain_below: float) -> str | None:
+    """Why the run abstains when the question asks only about `members` (`undocumented_members`) of namespaces the
+    collection writes about; None when there are none, or abstaining is off (`abstain_below` 0, ABSTAIN_BELOW)."""
+    if not members or abstain_below <= 0:
+        return None
+    named = ", ".join(members)
+    return (f"the question names {named}, and no page of the collection writes the member's name, though its pages "
+            f"write the name before the dot: the collection does not document it")
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,8 @@ from .answerability import (
     declined_reason,
     every_side_answered,
     joined_evidence,
+    undocumented_member_reason,
+    undocumented_members,
     undocumented_side_reason,
     undocumented_sides,
     unfound_names,
@@ -256,11 +258,13 @@ class QueryWorkflow(Workflow):
     async def judge(self, ev: EvidenceGathered) -> EvidenceJudged | AnswerDrafted:
         """Abstain when no kept passage answers the question (answerability.py); else go on to write."""
         started = time.perf_counter()
-        reason = await self._abstain_reason(ev.run, ev.sources)
+        members = await self._undocumented_members(ev.run)
+        reason = (undocumented_member_reason(members, self.policy.abstain_below)
+                  or await self._abstain_reason(ev.run, ev.sources))
         ev.run.add_time("judge_s", time.perf_counter() - started)
         if reason is None:
             return EvidenceJudged(run=ev.run, sources=ev.sources)
-        text = abstention_text(ev.sources, undocumented=self._undocumented_sides(ev.run))
+        text = abstention_text(ev.sources, undocumented=members or self._undocumented_sides(ev.run))
         return AnswerDrafted(run=ev.run, sources=ev.sources, answer=WrittenAnswer(text=text, abstain_reason=reason))
 
     @step
@@ -341,6 +345,17 @@ class QueryWorkflow(Workflow):
         if len(plan.subqueries) < 2 or not isinstance(self.searcher, NameSource):
             return KnownNames()
         return await self.searcher.known_names()
+
+    async def _undocumented_members(self, run: QueryRun) -> list[str]:
+        """The dotted code the question asks about whose member no page of the collection writes
+        (`answerability.undocumented_members`); the collection's words are read only when the question names code."""
+        names = code_names(run.plan.query)
+        if self.policy.abstain_below <= 0 or not run.plan.requires_retrieval or not names:
+            return []
+        known = run.known_names
+        if not known.words and isinstance(self.searcher, NameSource):
+            known = await self.searcher.known_names()  # a plan of one search read none
+        return undocumented_members(names, known)
 
     async def _abstain_reason(self, run: QueryRun, sources: list[Source]) -> str | None:
         """Score the question against each kept passage's sentences and, only if none of them answers, against the
