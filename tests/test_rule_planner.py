@@ -90,6 +90,9 @@ def test_a_linking_word_that_does_not_join_two_compared_names_is_no_comparison(q
     ("What is the difference between Hatch, Poetry and PDM?", ("Hatch", "Poetry", "PDM")),
     ("Which is fastest: `uv`, `pip` or `Poetry`?", ("uv", "pip", "Poetry")),
     ("Which came first, A, B, C or D?", ("A", "B", "C", "D")),  # "A" between commas is a name, not an article
+    # "should I use" with a list: "pytest, unittest" is two sides, not one whose first word joins the predicate
+    ("Should I use pytest, unittest or nose for tests?", ("pytest", "unittest", "nose")),
+    ("Should we pick httpx, requests, or aiohttp for HTTP/2?", ("httpx", "requests", "aiohttp")),
 ])
 def test_a_list_of_three_or_more_names_is_compared_one_subquery_each(question, entities):
     comparison = find_comparison(question)

@@ -246,6 +246,8 @@ ENGLISH = Language(
         # "When would I pick X over Y?", "... use X instead of Y"
         rf"\bwhen\s+(?:would|should|do|does|might|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<a>.+?)\s+"
         r"(?:over|instead\s+of|rather\s+than)\s+(?P<b>.+)$",
+        # "Should I use X, Y or Z for W?": a list (without it, "X, Y" read as one side lost X to the predicate)
+        rf"\b(?:should|shall|do|would|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<items>[^,:]+(?:,\s+[^,:]+)+?,?\s+or\s+.+)$",
         # "Should I use X or Y for Z?", "Do we pick X or Y?"
         rf"\b(?:should|shall|do|would|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<a>.+?),?\s+or\s+(?P<b>.+)$",
         # "Is X similar to Y?", "Is X equivalent to Y?"
