@@ -199,6 +199,13 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
     # The last side ends at an em dash that asks the question, written close up or not.
     ("pack.Warning vs PackError\u2014which one stops the build?", ("pack.Warning", "PackError")),
     ("pack.Warning vs PackError \u2014 which one stops the build?", ("pack.Warning", "PackError")),
+    # More ways to set two things side by side: "the same as", "compatible with", "what distinguishes X from Y",
+    # "why would I choose X over Y", "can I use X instead of Y".
+    ("is @checks the same as @checks_model?", ("@checks", "@checks_model")),
+    ("Is pack.lock compatible with stow.lock?", ("pack.lock", "stow.lock")),
+    ("What distinguishes quill.Session from quill.get?", ("quill.Session", "quill.get")),
+    ("Why would I choose quillpack over stowbuild?", ("quillpack", "stowbuild")),
+    ("Can I use tomlread instead of tomlparse?", ("tomlread", "tomlparse")),
     # Quotes glued to code are part of it: the documents write `mode="fast"`, not `mode=fast`.
     ('How does mode="fast" differ from mode="safe" with the cache on?', ('mode="fast"', 'mode="safe"')),
 ])
@@ -273,6 +280,10 @@ def test_a_name_with_capitalised_small_words_is_not_cut_where_a_sentence_would_g
     found = find_comparison("Which song was released more recently, Come With Me (Pure Imagination) or Hold On Me "
                             "(Grinspoon Song)?")
     assert found is not None and found.entities[1] == "Hold On Me (Grinspoon Song)"
+
+
+def test_a_pronoun_is_no_side():
+    assert find_comparison("what's a native logger and why would I prefer it over routing logs through stdlib?") is None
 
 
 def test_a_name_ends_where_its_sentence_ends_but_not_at_an_en_dash_or_abbreviation_inside_it():

@@ -394,9 +394,16 @@ def _comparison_by_form(question: str, language: Language) -> tuple[str, ...] | 
             sides = list(_owner_and_owned(a, b, language)
                          or (_without_possessive(a, language), _without_possessive(b, language)))
         if len(sides) >= 2 and all(sides) and all(len(s.split()) <= language.max_side_words for s in sides) \
-                and len({s.lower() for s in sides}) == len(sides):
+                and len({s.lower() for s in sides}) == len(sides) \
+                and not any(_says_nothing(side, language) for side in sides):
             return tuple(sides)
     return None
+
+
+def _says_nothing(side: str, language: Language) -> bool:
+    """Whether a side is one word that names nothing ("... why would I prefer *it* over ..."), written in lower case
+    (a capital "A" in "A, B or C" is a name; "doing it with gunicorn" still says how)."""
+    return side.islower() and side in language.stopwords
 
 
 def find_comparison(question: str, language: Language = ENGLISH, known: KnownNames = NO_NAMES) -> Comparison | None:

@@ -243,16 +243,19 @@ ENGLISH = Language(
         # ...?" (a colon or a dash before the question ends the list, as in "X or Y: which ...?")
         r"\b(?:differences?|choos(?:e|es|ing)|pick(?:s|ing)?|decid(?:e|es|ing)|select(?:s|ing)?|torn)\s+between\s+"
         rf"(?P<items>.+?)(?:{_THEN_ASKS})?$",
-        # "When would I pick X over Y?", "... use X instead of Y"
-        rf"\bwhen\s+(?:would|should|do|does|might|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<a>.+?)\s+"
+        # "When would I pick X over Y?", "... use X instead of Y", "Why would I choose X over Y?", "Can I use X instead
+        # of Y?"
+        rf"\b(?:(?:when|why)\s+)?(?:would|should|do|does|might|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<a>.+?)\s+"
         r"(?:over|instead\s+of|rather\s+than)\s+(?P<b>.+)$",
         # "Should I use X, Y or Z for W?": a list (without it, "X, Y" read as one side lost X to the predicate)
         rf"\b(?:should|shall|do|would|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<items>[^,:]+(?:,\s+[^,:]+)+?,?\s+or\s+.+)$",
         # "Should I use X or Y for Z?", "Do we pick X or Y?"
         rf"\b(?:should|shall|do|would|could|can)\s+{_PEOPLE}\s+{_CHOOSE}\s+(?P<a>.+?),?\s+or\s+(?P<b>.+)$",
-        # "Is X similar to Y?", "Is X equivalent to Y?"
-        r"^(?:is|are|was|were)\s+(?P<a>.+?)\s+(?:similar|comparable|equivalent|identical|analogous)\s+"
-        r"(?:to|with)\s+(?P<b>.+)$",
+        # "Is X similar to Y?", "Is X equivalent to Y?", "Is X the same as Y?", "Is X compatible with Y?"
+        r"^(?:is|are|was|were)\s+(?P<a>.+?)\s+(?:(?:similar|comparable|equivalent|identical|analogous)\s+(?:to|with)"
+        r"|the\s+same\s+as|(?:compatible|interchangeable)\s+with)\s+(?P<b>.+)$",
+        # "What distinguishes X from Y?", "What sets X apart from Y?"
+        r"^what\s+(?:distinguishes|separates|sets)\s+(?P<a>.+?)\s+(?:apart\s+)?from\s+(?P<b>.+)$",
         # "X compared to Y, which ...?"
         r"^(?P<a>.+?)\s+(?:compared|in\s+comparison)\s+(?:to|with)\s+(?P<b>.+)$",
         # "X vs Y vs Z: which ...?"
