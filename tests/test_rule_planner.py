@@ -206,6 +206,7 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
     ("What distinguishes quill.Session from quill.get?", ("quill.Session", "quill.get")),
     ("Why would I choose quillpack over stowbuild?", ("quillpack", "stowbuild")),
     ("Can I use tomlread instead of tomlparse?", ("tomlread", "tomlparse")),
+    ("When to use threading vs multiprocessing?", ("threading", "multiprocessing")),  # not "When to use threading"
     # Quotes glued to code are part of it: the documents write `mode="fast"`, not `mode=fast`.
     ('How does mode="fast" differ from mode="safe" with the cache on?', ('mode="fast"', 'mode="safe"')),
 ])

@@ -258,6 +258,9 @@ ENGLISH = Language(
         r"^what\s+(?:distinguishes|separates|sets)\s+(?P<a>.+?)\s+(?:apart\s+)?from\s+(?P<b>.+)$",
         # "X compared to Y, which ...?"
         r"^(?P<a>.+?)\s+(?:compared|in\s+comparison)\s+(?:to|with)\s+(?P<b>.+)$",
+        # "When to use X vs Y?", "Why use X or Y?": the opener is the question's, not the first side's
+        rf"^(?:when|why|where|how)\s+(?:to|do\s+{_PEOPLE}|should\s+{_PEOPLE})\s+{_CHOOSE}\s+(?P<a>.+?)\s+"
+        r"(?:vs\.?|versus|or)\s+(?P<b>.+)$",
         # "X vs Y vs Z: which ...?"
         rf"^(?P<items>.+?(?:\s+(?:vs\.?|versus)\s+.+?){{2,}})(?:{_THEN_ASKS})?$",
         # "X vs Y: which ...?", "X versus Y"
