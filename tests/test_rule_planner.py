@@ -207,6 +207,8 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
     ("Why would I choose quillpack over stowbuild?", ("quillpack", "stowbuild")),
     ("Can I use tomlread instead of tomlparse?", ("tomlread", "tomlparse")),
     ("When to use threading vs multiprocessing?", ("threading", "multiprocessing")),  # not "When to use threading"
+    ("Is quillpack faster than stowbuild for big repos?", ("quillpack", "stowbuild")),
+    ("Is pack.lock more reliable than stow.lock in CI?", ("pack.lock", "stow.lock")),
     # Quotes glued to code are part of it: the documents write `mode="fast"`, not `mode=fast`.
     ('How does mode="fast" differ from mode="safe" with the cache on?', ('mode="fast"', 'mode="safe"')),
 ])

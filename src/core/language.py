@@ -234,6 +234,11 @@ _THEN_ASKS = rf"\s*(?::|\u2014|\s-)\s+(?:{_ASKING})\b.*"  # ": which ...", " - h
 _NO_QUESTION_WORD = rf"(?!(?:do|does|did|is|are|was|were|can|could|should|would|will|whom|{_ASKING})\b)"
 _IN_ONE_SENTENCE = r"(?:[^:\u2014.?!]|\.(?=\w))"  # a character of a list that stays in one sentence (`a.b` may)
 _CHOOSE = r"(?:use|pick|choose|prefer|go\s+with|take|install|adopt|learn|switch\s+to)"
+_THAN_COMPARATIVES = """better worse faster slower heavier lighter richer poorer deeper wider greater newer cheaper
+    stronger weaker hotter colder warmer cooler closer farther further louder"""
+_CUE_COMPARATIVES = "older younger earlier later higher lower taller shorter longer larger smaller bigger"
+# "Is X faster than Y?": a comparative before "than" (the cues' and `than_comparatives`'s, or "more/less" + a word)
+_THAN = rf"(?:(?:more|less)\s+\w+|{'|'.join((_THAN_COMPARATIVES + ' ' + _CUE_COMPARATIVES).split())})\s+than"
 
 ENGLISH = Language(
     comparison_forms=_forms(
@@ -254,6 +259,9 @@ ENGLISH = Language(
         # "Is X similar to Y?", "Is X equivalent to Y?", "Is X the same as Y?", "Is X compatible with Y?"
         r"^(?:is|are|was|were)\s+(?P<a>.+?)\s+(?:(?:similar|comparable|equivalent|identical|analogous)\s+(?:to|with)"
         r"|the\s+same\s+as|(?:compatible|interchangeable)\s+with)\s+(?P<b>.+)$",
+        # "Is httpx faster than requests?", "Is uv more stable than pip for Z?": a one-word first side (a longer one,
+        # "the Eiffel Tower built earlier than", "the director of Jaws older than", is the name rules' to read)
+        rf"^(?:is|are|was|were)\s+(?P<a>\S+)\s+{_THAN}\s+(?P<b>.+)$",
         # "What distinguishes X from Y?", "What sets X apart from Y?"
         r"^what\s+(?:distinguishes|separates|sets)\s+(?P<a>.+?)\s+(?:apart\s+)?from\s+(?P<b>.+)$",
         # "X compared to Y, which ...?"
@@ -290,9 +298,7 @@ ENGLISH = Language(
         """both same share shared common older younger oldest youngest first earlier later latest recently
         more most less fewer higher lower taller shorter longer larger smaller bigger different similar
         either"""),
-    than_comparatives=_words(
-        """better worse faster slower heavier lighter richer poorer deeper wider greater newer cheaper stronger
-        weaker hotter colder warmer cooler closer farther further louder"""),
+    than_comparatives=_words(_THAN_COMPARATIVES),
     superlatives=_words(
         """best worst fastest slowest largest biggest smallest highest lowest tallest shortest longest heaviest
         lightest richest poorest deepest widest greatest newest cheapest strongest weakest closest earliest"""),
