@@ -209,6 +209,7 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
     ("When to use threading vs multiprocessing?", ("threading", "multiprocessing")),  # not "When to use threading"
     ("Is quillpack faster than stowbuild for big repos?", ("quillpack", "stowbuild")),
     ("Is pack.lock more reliable than stow.lock in CI?", ("pack.lock", "stow.lock")),
+    ("Are quillpack and stowbuild both thread-safe?", ("quillpack", "stowbuild")),
     # Quotes glued to code are part of it: the documents write `mode="fast"`, not `mode=fast`.
     ('How does mode="fast" differ from mode="safe" with the cache on?', ('mode="fast"', 'mode="safe"')),
 ])
@@ -348,9 +349,9 @@ TOOL_NAMES = KnownNames(frozenset({"black", "isort", "httpx", "requests", "nl2br
 
 
 @pytest.mark.parametrize(("question", "entities"), [
-    ("Do black and isort both read pyproject.toml?", ("black", "isort")),
+    ("Do black and isort read pyproject.toml the same way?", ("black", "isort")),  # ("... both ...?" is a form)
     ("Is httpx or requests faster?", ("httpx", "requests")),
-    ("Were nl2br and sane_lists both added in the same release?", ("nl2br", "sane_lists")),
+    ("Were nl2br and sane_lists added in the same release?", ("nl2br", "sane_lists")),
     # a known name with lower-case words inside is one name, not the capitalised runs around them
     ("Who was born first, Tomas ul Reyne or Mara Vance?", ("Tomas ul Reyne", "Mara Vance")),
     ("Were Sound Harbour and Dead by Morning both formed before 2010?", ("Sound Harbour", "Dead by Morning")),
@@ -376,8 +377,8 @@ def test_the_planner_agent_reads_the_names_from_its_name_source():
         async def known_names(self) -> KnownNames:
             return TOOL_NAMES
 
-    question = "Do black and isort both read pyproject.toml?"
+    question = "Do black and isort read pyproject.toml the same way?"
     plain = asyncio.run(QueryPlannerAgent().aplan(question, [], RunLedger()))
     assert [sq.role for sq in plain.subqueries] != ["side", "side"]
     named = asyncio.run(QueryPlannerAgent(names=Names()).aplan(question, [], RunLedger()))
-    assert [sq.text for sq in named.subqueries] == ["black read pyproject toml", "isort read pyproject toml"]
+    assert [sq.text for sq in named.subqueries] == ["black read pyproject toml way", "isort read pyproject toml way"]

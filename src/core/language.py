@@ -262,6 +262,9 @@ ENGLISH = Language(
         # "Is httpx faster than requests?", "Is uv more stable than pip for Z?": a one-word first side (a longer one,
         # "the Eiffel Tower built earlier than", "the director of Jaws older than", is the name rules' to read)
         rf"^(?:is|are|was|were)\s+(?P<a>\S+)\s+{_THAN}\s+(?P<b>.+)$",
+        # "Are structlog and loguru both thread-safe?", "Do uv and pip both read pip.conf?": one-word sides (longer
+        # ones are the name rules' to read)
+        r"^(?:are|were|do|does|did|can|could|will|would)\s+(?P<a>\S+)\s+and\s+(?P<b>\S+)\s+both\b.*$",
         # "What distinguishes X from Y?", "What sets X apart from Y?"
         r"^what\s+(?:distinguishes|separates|sets)\s+(?P<a>.+?)\s+(?:apart\s+)?from\s+(?P<b>.+)$",
         # "X compared to Y, which ...?"
