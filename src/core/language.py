@@ -265,6 +265,8 @@ ENGLISH = Language(
         # "Are structlog and loguru both thread-safe?", "Do uv and pip both read pip.conf?": one-word sides (longer
         # ones are the name rules' to read)
         r"^(?:are|were|do|does|did|can|could|will|would)\s+(?P<a>\S+)\s+and\s+(?P<b>\S+)\s+both\b.*$",
+        # "Does mypy or pyright catch more errors?", "Is httpx or requests faster?": one-word sides
+        r"^(?:are|is|were|was|do|does|did|can|could|will|would)\s+(?P<a>\S+)\s+or\s+(?P<b>\S+)\s+\w.*$",
         # "What distinguishes X from Y?", "What sets X apart from Y?"
         r"^what\s+(?:distinguishes|separates|sets)\s+(?P<a>.+?)\s+(?:apart\s+)?from\s+(?P<b>.+)$",
         # "X compared to Y, which ...?"
