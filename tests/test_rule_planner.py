@@ -211,6 +211,8 @@ def test_history_rewrite_uses_the_subject_of_the_latest_turn():
     ("Is pack.lock more reliable than stow.lock in CI?", ("pack.lock", "stow.lock")),
     ("Are quillpack and stowbuild both thread-safe?", ("quillpack", "stowbuild")),
     ("Does quillcheck or stowcheck catch more errors?", ("quillcheck", "stowcheck")),
+    ("quillpack and stowbuild: which is faster?", ("quillpack", "stowbuild")),
+    ("What are the pros and cons of quillserve and stowserve?", ("quillserve", "stowserve")),
     # Quotes glued to code are part of it: the documents write `mode="fast"`, not `mode=fast`.
     ('How does mode="fast" differ from mode="safe" with the cache on?', ('mode="fast"', 'mode="safe"')),
 ])
