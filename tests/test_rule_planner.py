@@ -289,8 +289,9 @@ def test_a_name_with_capitalised_small_words_is_not_cut_where_a_sentence_would_g
     assert found is not None and found.entities[1] == "Hold On Me (Grinspoon Song)"
 
 
-def test_a_pronoun_is_no_side():
+def test_a_pronoun_is_no_side_and_two_clauses_before_a_colon_are_no_comparison():
     assert find_comparison("what's a native logger and why would I prefer it over routing logs through stdlib?") is None
+    assert find_comparison("Installed the package and ran the tests: what next?") is None
 
 
 def test_a_name_ends_where_its_sentence_ends_but_not_at_an_en_dash_or_abbreviation_inside_it():

@@ -284,8 +284,9 @@ ENGLISH = Language(
         r"^(?:which|what)\b[^,:]*[,:]\s+(?P<a>[^,:]+?),?\s+or\s+(?P<b>[^,:]+)$",
         # "X or Y: which ...?", "X or Y \u2014 which ...?"
         r"^(?P<a>[^,:\u2014]+?)\s+or\s+(?P<b>[^,:\u2014]+?)\s*(?::|\u2014|\s-)\s+(?:which|what|who|how)\b.*$",
-        # "X and Y: which ...?", "pros and cons of X and Y"
-        r"^(?P<a>[^,:\u2014]+?)\s+and\s+(?P<b>[^,:\u2014]+?)\s*(?::|\u2014)\s+(?:which|what|who|how)\b.*$",
+        # "X and Y: which ...?" with one-word sides ("Installed it and ran the tests: what next?" compares nothing),
+        # "pros and cons of X and Y"
+        r"^(?P<a>[^\s,:\u2014]+)\s+and\s+(?P<b>[^\s,:\u2014]+?)\s*(?::|\u2014)\s+(?:which|what|who|how)\b.*$",
         r"\bpros\s+and\s+cons\s+of\s+(?P<items>.+)$",
         # "An attribute built from another one: X, Y, or Z?" (the choice closes the question)
         rf"[:\u2014]\s+{_NO_QUESTION_WORD}(?P<items>{_IN_ONE_SENTENCE}+?\s+or\s+{_IN_ONE_SENTENCE}+)$",
