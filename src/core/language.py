@@ -304,9 +304,8 @@ ENGLISH = Language(
     chain_joiners=("vs.", "vs", "versus"),
     auxiliaries=_words("are is were was do does did have has had can could will would"),
     comparison_cues=_words(
-        """both same share shared common older younger oldest youngest first earlier later latest recently
-        more most less fewer higher lower taller shorter longer larger smaller bigger different similar
-        either"""),
+        f"""both same share shared common oldest youngest first latest recently more most less fewer different similar
+        either {_CUE_COMPARATIVES}"""),
     than_comparatives=_words(_THAN_COMPARATIVES),
     superlatives=_words(
         """best worst fastest slowest largest biggest smallest highest lowest tallest shortest longest heaviest
