@@ -2,13 +2,14 @@
 
     .venv/bin/python experiments/writer_replay.py runs/all-sets                 # every run folder under it
     .venv/bin/python experiments/writer_replay.py runs/all-sets/click-k4 --changed
+    .venv/bin/python experiments/writer_replay.py runs/all-sets --systems dag,single   # one search's answers too
 
 eval.py keeps each row's sources whole (text, metadata, the subqueries that kept them) and its executed plan. This
-reads a run's dag rows back, writes each answer again with today's offline WriterAgent (the cross-encoder scores the
-sentences; nothing is searched) and scores it as eval.py does (`eval.score`). A writer change is so measured on
-every set in minutes, where a rerun of every set takes an hour; an eval.py run at this code gives the same answers
-wherever retrieval is the same. Before changing the writer, replay at the run's own code: every answer should come
-back identical (the line says how many did).
+reads a run's dag rows back (or those of the `--systems` named), writes each answer again with today's offline
+WriterAgent (the cross-encoder scores the sentences; nothing is searched) and scores it as eval.py does
+(`eval.score`). A writer change is so measured on every set in minutes, where a rerun of every set takes an hour; an
+eval.py run at this code gives the same answers wherever retrieval is the same. Before changing the writer, replay
+at the run's own code: every answer should come back identical (the line says how many did).
 
 Only the answerable questions the run's data file holds are replayed, and only where the run wrote an answer: a
 row that abstained or failed had nothing written, and out-of-collection rows have no gold answer. Runs from before
@@ -34,7 +35,7 @@ from dagrag.core.plan import ExecutedPlan
 from dagrag.core.result import RunLedger, Source
 from dagrag.stack import build_reranker, build_writer
 
-SYSTEM = "dag"
+SYSTEMS = ("dag",)  # the default; one search's answers are written by the same writer and can be replayed too
 
 
 @dataclass(frozen=True)
@@ -76,11 +77,11 @@ def examples_of(run: Path) -> dict[str, Example]:
     return {example.id: example for example in load_examples(Path(config["data"]))}
 
 
-async def replay_run(writer: Any, run: Path) -> list[Replayed] | str:
-    """Every replayable dag row of the run at `run`, written again; or why none can be."""
-    rows = [row for row in read_rows(run / ROWS_FILE) if row.get("system") == SYSTEM]
+async def replay_run(writer: Any, run: Path, system: str = "dag") -> list[Replayed] | str:
+    """Every replayable row of `system` in the run at `run`, written again; or why none can be."""
+    rows = [row for row in read_rows(run / ROWS_FILE) if row.get("system") == system]
     if not rows:
-        return f"no {SYSTEM} rows"
+        return f"no {system} rows"
     examples = examples_of(run)
     answered = [row for row in rows if row["id"] in examples and not row.get("failed")
                 and not row.get("abstain_reason")]
@@ -126,12 +127,14 @@ async def main_async(args: argparse.Namespace) -> int:
         return 2
     settings = Settings()
     writer = build_writer(settings, build_reranker(settings))
-    for folder in folders:
-        replayed = await replay_run(writer, folder)
+    systems = [name.strip() for name in args.systems.split(",") if name.strip()]
+    for folder, system in ((folder, system) for folder in folders for system in systems):
+        name = folder.name if systems == ["dag"] else f"{folder.name} {system}"
+        replayed = await replay_run(writer, folder, system)
         if isinstance(replayed, str):
-            print(f"{folder.name}: not replayed, {replayed}")
+            print(f"{name}: not replayed, {replayed}")
             continue
-        print(summary_line(folder.name, replayed), flush=True)
+        print(summary_line(name, replayed), flush=True)
         for r in replayed if args.changed else []:
             if r.match_now != r.match_then or (args.changed == "answers" and r.answer_now != r.answer_then):
                 print(f"  {r.id}: match {r.match_then:.0f} -> {r.match_now:.0f}{' (found)' if r.found else ''}\n"
@@ -145,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", help="a run folder of eval.py (--out), or a folder of them (runs/all-sets)")
     parser.add_argument("--changed", nargs="?", const="match", choices=("match", "answers"),
                         help="also list the questions whose match changed (or, with 'answers', whose answer did)")
+    parser.add_argument("--systems", default=",".join(SYSTEMS),
+                        help="comma list of the systems whose rows are written again (dag, single, ...; default dag)")
     return asyncio.run(main_async(parser.parse_args(argv)))
 
 

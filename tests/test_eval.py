@@ -632,6 +632,11 @@ def test_the_writer_replay_writes_each_answer_again_from_the_kept_sources(tmp_pa
     # At the run's own code, every answer comes back as the run wrote it.
     assert writer_replay.main([str(tmp_path)]) == 0
     assert capsys.readouterr().out.startswith("out: 4 answers, 4 identical; match ")
+    # One search's answers come from the same writer: replayed too when named, each system on its own line.
+    assert writer_replay.main([str(out), "--systems", "single,dag"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(";")[0] for line in lines] == ["out single: 4 answers, 4 identical",
+                                                      "out dag: 4 answers, 4 identical"]
 
     # An answer written otherwise (as by other writer code) is told apart, with its match then and now.
     edited = {**kept, "answer": "Nothing to do with it [1].", "metrics": {**kept["metrics"], "match": 0.0, "f1": 0.0}}

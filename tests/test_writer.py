@@ -619,13 +619,22 @@ def test_a_question_of_two_parts_is_answered_part_by_part(reranker) -> None:
     assert "watch.exclude" not in answer_for(reranker, question, pages, language=whole, every_source=False)
 
 
-def test_a_question_is_split_into_parts_at_a_question_mark_or_a_joined_question_word() -> None:
+def test_a_question_is_split_into_parts_at_a_question_mark_a_joined_question_word_or_after_a_statement() -> None:
     assert ENGLISH.question_parts("Why is the reloader slow? And what can I do about it?") == [
         "Why is the reloader slow?", "And what can I do about it?"]
     assert ENGLISH.question_parts("What does --reload do, and how do I turn it off?") == [
         "What does --reload do", "how do I turn it off?"]
     assert ENGLISH.question_parts("Which flag restarts the server but can I keep the port?") == [
         "Which flag restarts the server", "can I keep the port?"]
+    # A statement before the question: what it asks is a part of its own ("My group ... no subcommand. What exit
+    # status ...?"), read apart from the circumstances the statement gives.
+    assert ENGLISH.question_parts("My app prints its help when run with no command. What exit status does it return?"
+                                  ) == ["My app prints its help when run with no command.",
+                                        "What exit status does it return?"]
+    # A full stop inside a name, or before a word that opens no question, splits nothing.
+    assert ENGLISH.question_parts("Which option does tarn.serve take?") == []
+    assert ENGLISH.question_parts("I run tarn serve. Then it stops. Which flag keeps it running?") == [
+        "I run tarn serve. Then it stops.", "Which flag keeps it running?"]
     # "and" between two names, or a part too short to ask anything of its own, splits nothing.
     assert ENGLISH.question_parts("How do tarn serve and tarn watch differ?") == []
     assert ENGLISH.question_parts("What does --reload do, and why?") == []

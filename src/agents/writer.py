@@ -593,10 +593,15 @@ class WriterAgent:
         # whole question scores highest the sentences that answer its first or its most specific part, and the answer
         # would quote two sentences about what X does and none about turning it off.
         chosen = chosen[:room]
-        linked = [*scored.after_parent.values(), *scored.asked_of_hop.values(), *scored.answers_part,
-                  *side_openings(plan, scored)]
-        chosen = chosen + [index for index in dict.fromkeys(linked) if index not in chosen]
-        return chosen + (unheard_sources(candidates, by_question, chosen) if self.every_source else [])
+        links, openings = [*scored.after_parent.values(), *scored.asked_of_hop.values()], side_openings(plan, scored)
+        # A source is heard once a sentence chosen for the whole question quotes it, not through a sentence that
+        # answers one part only: a part about the circumstances the question states ("My group prints its help page
+        # with no subcommand.") may be answered from the page whose best sentence answers what it asks.
+        heard = chosen + [index for index in dict.fromkeys([*links, *openings]) if index not in chosen]
+        chosen = chosen + [index for index in dict.fromkeys([*links, *scored.answers_part, *openings])
+                           if index not in chosen]
+        unheard = unheard_sources(candidates, by_question, heard) if self.every_source else []
+        return chosen + [index for index in unheard if index not in chosen]
 
     async def _with_neighbours(self, question: str, scored: _ScoredSentences, chosen: list[int]) -> list[int]:
         """`chosen` and, beside each, the sentence before or after it in its passage where that one answers too (by

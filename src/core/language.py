@@ -86,7 +86,7 @@ class Language:
     Parts (the offline writer answers each part of a question of several):
     - `part_joiners` / `part_openers`: a joiner, after an optional comma, followed by an opener begins a new part
       of the question ("What does X do*, and how* do I turn it off?"), as a question mark followed by more does
-      ("Why is X slow? And what can I do?").
+      ("Why is X slow? And what can I do?") and a full stop followed by an opener does ("X stops. Which flag ...?").
     """
 
     comparison_forms: tuple[re.Pattern[str], ...]
@@ -205,10 +205,12 @@ class Language:
 
     @cached_property
     def part_break(self) -> re.Pattern[str]:
-        """Where one part of a question ends and the next begins: after a question mark, or at a part joiner followed
-        by a part opener."""
-        return re.compile(rf"(?<=\?)\s+(?=\S)|,?\s+(?:{_alternation(self.part_joiners)})\s+"
-                          rf"(?=(?:{_alternation(self.part_openers, longest_first=True)})\b)", re.IGNORECASE)
+        """Where one part of a question ends and the next begins: after a question mark, after a full stop followed by
+        a part opener (a statement, then what is asked: "My group prints its help page with no subcommand. What exit
+        status ...?"), or at a part joiner followed by a part opener."""
+        openers = _alternation(self.part_openers, longest_first=True)
+        return re.compile(rf"(?<=\?)\s+(?=\S)|(?<=\.)\s+(?=(?:{openers})\b)"
+                          rf"|,?\s+(?:{_alternation(self.part_joiners)})\s+(?=(?:{openers})\b)", re.IGNORECASE)
 
     def question_parts(self, question: str, *, min_words: int = 3) -> list[str]:
         """The parts of a question that asks several things, each of `min_words` words or more; [] when it asks one
