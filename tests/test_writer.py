@@ -619,6 +619,31 @@ def test_a_question_of_two_parts_is_answered_part_by_part(reranker) -> None:
     assert "watch.exclude" not in answer_for(reranker, question, pages, language=whole, every_source=False)
 
 
+def test_a_source_is_heard_only_through_a_sentence_chosen_for_the_whole_question(reranker) -> None:
+    # A statement, then what is asked: the asking part alone draws "The old behavior can be restored by passing ..."
+    # from the plugin page. That sentence answers a part; the page's best sentence for the whole question (what
+    # changed, 0.007) is still quoted, as every kept source's is: a part's sentence does not make its source heard.
+    question = ("after upgrading tarn my cache keys for naive timestamps changed and missing plugins now fail at "
+                "startup. how do i get both old behaviours back?")
+    changed = "Missing plugins were changed to raise an error when the app starts instead of on first use."
+    restored = "The old behavior can be restored by passing `lazy_plugins=True` when creating the app."
+    pages = [sectioned(1, "Migrations", "4.0 > Cache keys for naive timestamps",
+                       "Tarn computes cache keys from timestamps with `time.mktime`, which reads a naive timestamp as "
+                       "local time. The keys therefore depended on the timezone of the machine. From this version on, "
+                       "naive timestamps are read as UTC. The old behavior can be restored by setting "
+                       "`cache.local_time = true`."),
+             sectioned(2, "Migrations", "3.2 > Plugin loading", f"{changed} {restored}"),
+             sectioned(3, "Plugins", "Loading", "Plugins are found by entry point. Each plugin is loaded once per "
+                                                "process.")]
+    scored = scored_for(reranker, question, pages)
+    at = {c.sentence: i for i, c in enumerate(scored.candidates)}
+    assert scored.answers_part == [at[restored]]  # what makes this case: the part's sentence is from page 2
+    assert scored.question_score[at[changed]] > scored.question_score[at[restored]]  # page 2's best, whole question
+    answer = answer_for(reranker, question, pages)
+    assert f"{changed} [2]" in answer and f"{restored} [2]" in answer
+    assert "[3]" in answer  # every kept source still speaks
+
+
 def test_a_question_is_split_into_parts_at_a_question_mark_a_joined_question_word_or_after_a_statement() -> None:
     assert ENGLISH.question_parts("Why is the reloader slow? And what can I do about it?") == [
         "Why is the reloader slow?", "And what can I do about it?"]
