@@ -314,6 +314,9 @@ class Settings(BaseSettings):
         True, description="Offline: each kept source none of the answer's sentences quotes adds its best sentence "
         "for the question, beyond WRITER_MAX_SENTENCES (answers about a fifth longer; false: shorter answers that "
         "miss more).")
+    writer_confident_from: float = Field(
+        0.9, ge=0, le=1, description="Offline: every sentence the cross-encoder scores at least this for the question "
+        "(a probability) is quoted, beyond WRITER_MAX_SENTENCES (1: only the sentences the bound makes room for).")
     verify_min_overlap: float = Field(0.6, ge=0, le=1)
     verify_min_score: float = Field(0.5, ge=0, le=1)
     max_question_chars: int = Field(2000, ge=16, le=100_000)

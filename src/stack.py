@@ -150,7 +150,7 @@ def build_writer(settings: Settings, reranker: RerankerAgent, client: LLMClient 
                                  passage_chars=settings.llm_passage_chars,
                                  evidence_sentences=settings.llm_evidence_sentences,
                                  answers_from=settings.abstain_below, every_source=settings.writer_every_source,
-                                 language=language)
+                                 confident_from=settings.writer_confident_from, language=language)
     if client is not None and settings.writer_mode == "aggregate":
         writer = AggregatorAgent(client, writer, max_sentences=settings.writer_max_sentences,
                                  passage_chars=settings.llm_passage_chars)

@@ -69,8 +69,9 @@ def test_a_sentence_is_read_after_its_documents_title() -> None:
 
 def test_the_answering_sentence_is_quoted_though_it_names_its_page_only_as_its(reranker) -> None:
     # Alone, "Its county seat is Harrowgate." is about nothing and scores under the page's other sentences;
-    # read after its page's title it is the answer, and it is quoted so.
-    writer = WriterAgent(reranker, max_sentences=1, every_source=False)
+    # read after its page's title it is the answer, and it is quoted so. (Room for one sentence only: read after the
+    # title, "It has a population of 12,000." scores 0.94 too, which the confident bar would quote beside it.)
+    writer = WriterAgent(reranker, max_sentences=1, every_source=False, confident_from=1.0)
     sources = [source(1, "Brenton County", COUNTY_PAGE), source(2, "County seats of Vellmark", OTHER_PAGE)]
     answer = asyncio.run(writer.awrite(QUESTION, one_search_plan(QUESTION), sources, RunLedger()))
     assert answer.text == "Brenton County: Its county seat is Harrowgate. [1]"
@@ -249,7 +250,7 @@ def test_a_quoted_sentence_that_announces_what_follows_is_quoted_with_it(reranke
                      "Tarn is written in Python and runs on every platform.")
     scored = scored_for(reranker, question, [page])
     assert scored.question_score[0] == max(scored.question_score)  # this case: the announcing sentence leads
-    answer = answer_for(reranker, question, [page], max_sentences=1)
+    answer = answer_for(reranker, question, [page], max_sentences=1, confident_from=1.0)  # "2. Pick ..." scores 0.90
     assert answer.startswith("Editor integration > Per project: If you want tarn to reformat just one project, "
                              "follow these steps: [1] 1. Open the project's properties. [1]")
     assert "every platform" not in answer
@@ -798,9 +799,32 @@ def test_a_quoted_code_block_keeps_its_subscripts_and_cites_only_outside_it(rera
     assert {n for sentence in split_sentences(answer.text) for n in citations(sentence)} == {1}
 
 
-def test_the_every_source_setting_reaches_the_offline_writer(reranker) -> None:
+def test_a_sentence_the_cross_encoder_is_confident_answers_is_quoted_beyond_the_bound(reranker) -> None:
+    # Two ways to turn the reloader off, on two pages, each scoring above 0.99; a bound of one sentence leaves the
+    # second out unless a confident sentence is quoted whatever the room. A sentence under the bar is not added.
+    question = "How do I turn off the reloader of tarn serve?"
+    flag = "Pass `--no-reload` to tarn serve to turn the reloader off."
+    setting = "Setting `reload = false` under `[serve]` turns the reloader off for every run."
+    pages = [sectioned(1, "Development server", "Command line",
+                       f"{flag} Tarn serve listens on port 8000 unless told otherwise."),
+             sectioned(2, "Configuration", "The serve table",
+                       f"Tarn reads its settings from tarn.toml at the project root. {setting}"),
+             sectioned(3, "Deployment", "Production", "In production, run tarn behind a process manager.")]
+    scored = scored_for(reranker, question, pages)
+    at = {c.sentence: i for i, c in enumerate(scored.candidates)}
+    assert min(scored.question_score[at[flag]], scored.question_score[at[setting]]) >= 0.9  # what makes this case
+    bounded = answer_for(reranker, question, pages, max_sentences=1, every_source=False, confident_from=1.0)
+    assert (flag in bounded) != (setting in bounded)  # the room holds one of them
+    answer = answer_for(reranker, question, pages, max_sentences=1, every_source=False)
+    assert f"{flag} [1]" in answer and f"{setting} [2]" in answer
+    assert "port 8000" not in answer and "tarn.toml at the project root" not in answer and "[3]" not in answer
+
+
+def test_the_writer_settings_reach_the_offline_writer(reranker) -> None:
     from dagrag import Settings
     from dagrag.stack import build_writer
 
     assert build_writer(Settings(), reranker).every_source is True
     assert build_writer(Settings(writer_every_source=False), reranker).every_source is False
+    assert build_writer(Settings(), reranker).confident_from == 0.9
+    assert build_writer(Settings(writer_confident_from=1.0), reranker).confident_from == 1.0

@@ -357,6 +357,7 @@ class WriterAgent:
         evidence_sentences: int = 0,
         answers_from: float = 0.1,
         every_source: bool = True,
+        confident_from: float = 0.9,
         language: Language = ENGLISH,
     ) -> None:
         self.reranker = reranker
@@ -366,6 +367,7 @@ class WriterAgent:
         # question): the abstain check's, ABSTAIN_BELOW, so both read the same scores the same way.
         self.answers_from = answers_from
         self.every_source = every_source  # each kept source no chosen sentence quotes adds its best (`unheard_sources`)
+        self.confident_from = confident_from  # each sentence scoring this for the question is quoted (1: room only)
         self.language = language  # which sentences go on from the one before them (`Language.referring_openers`)
         self.passage_chars = passage_chars  # each source shown to the LLM is cut to this many characters
         # The LLM reads, of each source, this many best-scoring sentences (each after its neighbour); 0: all of it.
@@ -593,6 +595,14 @@ class WriterAgent:
         # whole question scores highest the sentences that answer its first or its most specific part, and the answer
         # would quote two sentences about what X does and none about turning it off.
         chosen = chosen[:room]
+        # A sentence the cross-encoder is confident answers the question (`confident_from`, a probability) is quoted
+        # whatever room is left: the bound weighs sentences of doubtful use against the reader's time, and a
+        # comparison's sides, hops and the lead can fill it before a sentence scoring 0.999 gets a place ("Each test
+        # consists of a matching pair of text and HTML files." third of 25 for how TestCase differs from
+        # LegacyTestCase, left out). Such sentences go beyond `max_sentences`, as a chain's links do.
+        if self.confident_from < 1:
+            chosen = chosen + [index for index in by_question
+                               if question_score[index] >= self.confident_from and index not in chosen]
         links, openings = [*scored.after_parent.values(), *scored.asked_of_hop.values()], side_openings(plan, scored)
         # A source is heard once a sentence chosen for the whole question quotes it, not through a sentence that
         # answers one part only: a part about the circumstances the question states ("My group prints its help page
