@@ -77,7 +77,7 @@ def examples_of(run: Path) -> dict[str, Example]:
     return {example.id: example for example in load_examples(Path(config["data"]))}
 
 
-async def replay_run(writer: Any, run: Path, system: str = "dag") -> list[Replayed] | str:
+async def replay_run(writer: Any, run: Path, system: str = SYSTEMS[0]) -> list[Replayed] | str:
     """Every replayable row of `system` in the run at `run`, written again; or why none can be."""
     rows = [row for row in read_rows(run / ROWS_FILE) if row.get("system") == system]
     if not rows:
