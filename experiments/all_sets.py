@@ -27,9 +27,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalkit.metrics import sign_test, won_lost
-from evalkit.provenance import code_commit, code_version
+from evalkit.provenance import changed_settings, code_commit, code_version
+
+from dagrag import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -93,13 +96,15 @@ def result_path(name: str, budget: int) -> Path:
     return RESULTS / f"{name}-k{budget}.json"
 
 
-def made_by_other_code(out: Path, code: str) -> bool:
-    """Whether the eval run in `out` (its run.json) was made by code other than `code` (`code_version`): then it is
-    started over, not resumed. An unfinished run of the same code is resumed."""
+def made_by_other_code(out: Path, code: str, settings: dict[str, Any]) -> bool:
+    """Whether the eval run in `out` (its run.json) was made by code other than `code` (`code_version`) or with
+    other settings than `settings` (`changed_settings`; a run.json that records none was made before they were
+    recorded): then it is started over, not resumed. An unfinished run of the same code and settings is resumed."""
     try:
-        return json.loads((out / "run.json").read_text(encoding="utf-8")).get("code") != code
+        made = json.loads((out / "run.json").read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return False  # no run there yet (or no readable config, which eval.py itself reports)
+    return made.get("code") != code or made.get("settings") != settings
 
 
 def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
@@ -116,8 +121,8 @@ def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
         own = [path for path in OWN_CODE if path.exists()]
         command += [arg for path in own for arg in ("--own-code", str(path))]
         command += ["--own-code-set", benchmark.name] if own else []
-    if made_by_other_code(out, code_version()):
-        command.append("--fresh")  # resumed, its rows would be counted as this code's
+    if made_by_other_code(out, code_version(), changed_settings(Settings())):
+        command.append("--fresh")  # resumed, its rows would be counted as this code's and these settings'
     print(f"== {benchmark.name} at budget {budget}: {' '.join(command[1:])}", flush=True)
     subprocess.run(command, cwd=ROOT, check=True)
     return out

@@ -81,7 +81,7 @@ PLAN_ORIGINS = tuple(origin.value for origin in PlanOrigin)
 ROWS_FILE, RUN_FILE = "per_question.jsonl", "run.json"
 SUMMARY_FILES = ("summary.json", "summary.md", "summary.png")
 # What rows to be resumed must have been made with:
-RUN_CONFIG_KEYS = ("data", "corpus", "limit", "seed", "per_type", "budget", "llm", "code")
+RUN_CONFIG_KEYS = ("data", "corpus", "limit", "seed", "per_type", "budget", "llm", "code", "settings")
 ERROR_CHARS = 500  # a failed row's error message is cut to this
 
 
@@ -452,6 +452,8 @@ def run_config(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             "corpus": str(args.corpus) if args.corpus else None, "limit": args.limit, "seed": args.seed,
             "per_type": args.per_type, "budget": args.budget, "llm": settings.llm,
             "code": code_version(),  # rows made by other code are not resumed: they would be counted as this code's
+            # nor rows made with other settings (DAGRAG_SUBQUERY_TOPK_BASE=8 in the environment is another system)
+            "settings": changed_settings(settings),
             **({"out_of_collection": str(args.out_of_collection)} if args.out_of_collection else {}),
             **({"own_code": [str(path) for path in args.own_code], "own_code_set": args.own_code_set}
                if args.own_code else {})}

@@ -461,6 +461,11 @@ def test_a_rerun_runs_only_the_missing_rows_and_refuses_another_config(tmp_path,
     assert _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule") == 2
     assert f"code: '0000000' there, '{config['code']}' here" in capsys.readouterr().err
     assert (out / "per_question.jsonl").read_text() == before and not llm_server.requests
+    # So would rows made with other settings (DAGRAG_SUBQUERY_TOPK_BASE=8 then, the defaults now).
+    (out / "run.json").write_text(json.dumps({**config, "settings": {**config["settings"], "subquery_topk_base": 8}}))
+    assert _run(out, index_dir, "--limit", "4", "--systems", "dag,dag-rule") == 2
+    assert "settings: {" in capsys.readouterr().err
+    assert (out / "per_question.jsonl").read_text() == before and not llm_server.requests
     # --fresh starts over with the new config.
     assert _run(out, index_dir, "--limit", "1", "--systems", "dag", "--fresh") == 0
     assert len(_rows(out)) == 1 and json.loads((out / "run.json").read_text())["limit"] == 1
