@@ -241,6 +241,11 @@ def test_a_side_nothing_found_mentions_heads_or_answers_is_undocumented() -> Non
                               ["fastapi", "View", "state", "wheel.py-api", "standalone smartypants library", "uv"],
                               [[], ["View"], [], ["wheel.py-api"], [], []], 0.1) == ["fastapi", "uv"]
     assert not mentions("Rc is not in the source", "Arc") and mentions("rabbitmq handlers", "RabbitMQ")
+    # A call written with its arguments is documented where its callable is (Werkzeug's exceptions page, werkzeug-72).
+    aborter = (0.05, "For this purpose there is the `abort` function.", Place("HTTP Exceptions", "Simple Aborting"))
+    assert undocumented_sides([[aborter], [aborter]], ["abort(404)", "url_for('admin.index')"], [["abort(404)"], []],
+                              0.1) == ["url_for('admin.index')"]
+    assert mentions("raise NotFound() and stop", "raise NotFound()") and not mentions("an abortive run", "abort(404)")
     assert undocumented_side_reason([], 0.1) is None
     assert undocumented_side_reason(["fastapi"], 0.0) is None  # abstaining off stays off
     assert undocumented_side_reason(["fastapi"], 0.1) == (

@@ -215,10 +215,14 @@ def undocumented_sides(side_passages: Sequence[Sequence[tuple[float, str, Place]
                        for score, text, place in passages)]
 
 
+_CALLED = re.compile(r"([A-Za-z_][\w.]*)\(")  # the callable of a call written with its arguments: `abort(404)`
+
+
 def mentions(text: str, name: str) -> bool:
     """Whether `text` says any word of `name` (case aside, a whole word: `Rc` is not in "source"). A side's name may
-    carry the question's description ("standalone SmartyPants library"), so any of its words will do."""
-    words = {word for word in name.strip("` ").split() if len(word) >= 2}
+    carry the question's description ("standalone SmartyPants library"), so any of its words will do; a call written
+    with its arguments is said by its callable's name (`abort(404)` by a page that documents `abort`)."""
+    words = {word for word in name.strip("` ").split() if len(word) >= 2} | set(_CALLED.findall(name))
     return any(re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.IGNORECASE) for word in words)
 
 
