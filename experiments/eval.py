@@ -64,6 +64,7 @@ from evalkit.metrics import (
 from evalkit.provenance import changed_settings, code_commit, code_version, library_versions
 
 from dagrag import Plan, PlanOrigin, QueryResult, QueryWorkflow, Settings
+from dagrag.core.sparse import SCHEME as SPARSE_SCHEME
 from dagrag.core.text import strip_citations
 from dagrag.ingest import ingest_nodes, make_node
 from dagrag.stack import build_agents, build_embed_model, build_llm, build_reranker
@@ -96,8 +97,9 @@ class Corpus:
 
 
 def index_spec(settings: Settings) -> str:
-    """What an index is built with, beside its corpus: a hybrid index is a different collection."""
-    return settings.embed_model + ("+bm25" if settings.hybrid else "")
+    """What an index is built with, beside its corpus: a hybrid index is a different collection, and so is one whose
+    sparse vectors another scheme wrote (`core.sparse.SCHEME`)."""
+    return settings.embed_model + (f"+{SPARSE_SCHEME}" if settings.hybrid else "")
 
 
 def pooled_corpus(examples: list[Example], embed_spec: str) -> Corpus:

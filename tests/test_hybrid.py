@@ -6,7 +6,7 @@ import pytest
 
 from dagrag import QueryWorkflow, Settings
 from dagrag.agents.searcher import SearchRequest
-from dagrag.core.sparse import document_vector, query_vector, term_id
+from dagrag.core.sparse import SCHEME, document_vector, query_vector, term_id
 from dagrag.ingest import ingest_nodes, make_node
 from dagrag.store import SPARSE_VECTOR_NAME, has_sparse_vectors, open_qdrant
 
@@ -27,6 +27,17 @@ def test_query_terms_match_document_terms_once_each_and_ids_are_stable():
     assert indices == sorted({term_id("corliss"), term_id("archer"), term_id("film")}) and values == [1.0] * 3
     # Stored collections depend on these ids: a change of hash would silently break every one of them.
     assert term_id("archer") == 950961012
+
+
+def test_the_vectors_are_the_ones_their_scheme_names():
+    """Benchmark indexes are keyed by `SCHEME` (eval.index_spec): vectors that change under the same name would be
+    searched stale. A change here asks for a new SCHEME, then this fingerprint, in the same commit."""
+    text = "Doesn't black's `--line-length` apply to the 2 files in pyproject.toml? It'll re-format them, e.g. x_y."
+    terms = ["black", "line", "length", "apply", "files", "pyproject", "toml", "ll", "re", "format", "x_y"]
+    indices, values = document_vector(text)
+    assert SCHEME == "bm25-1" and indices == sorted(term_id(t) for t in terms)
+    assert values == pytest.approx([1.5017064846] * len(terms))  # tf 1 of 11 terms against TYPICAL_PASSAGE_TERMS 60
+    assert query_vector(text) == (indices, [1.0] * len(terms))
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,12 @@ BM25_B = 0.75
 TYPICAL_PASSAGE_TERMS = 60.0
 
 
+SCHEME = "bm25-1"
+"""Which document vectors these functions write. Change it with them (a word list, the weighting, the terms): an index
+made under another scheme holds other vectors, and a benchmark keys its indexes by it (experiments/eval.py), so a
+changed scheme rebuilds them instead of searching stale ones. tests/test_hybrid.py holds a fingerprint to it."""
+
+
 def term_id(term: str) -> int:
     return zlib.crc32(term.encode()) & 0x7FFFFFFF
 
