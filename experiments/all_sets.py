@@ -98,7 +98,7 @@ def result_path(name: str, budget: int) -> Path:
     return RESULTS / f"{name}-k{budget}.json"
 
 
-def made_by_other_code(out: Path, code: str, settings: dict[str, Any]) -> bool:
+def made_otherwise(out: Path, code: str, settings: dict[str, Any]) -> bool:
     """Whether the eval run in `out` (its run.json) was made by code other than `code` (`code_version`) or with
     other settings than `settings` (`changed_settings`; a run.json that records none was made before they were
     recorded): then it is started over, not resumed. An unfinished run of the same code and settings is resumed."""
@@ -123,7 +123,7 @@ def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
         own = [path for path in OWN_CODE if path.exists()]
         command += [arg for path in own for arg in ("--own-code", str(path))]
         command += ["--own-code-set", benchmark.name] if own else []
-    if made_by_other_code(out, code_version(), changed_settings(Settings())):
+    if made_otherwise(out, code_version(), changed_settings(Settings())):
         command.append("--fresh")  # resumed, its rows would be counted as this code's and these settings'
     print(f"== {benchmark.name} at budget {budget}: {' '.join(command[1:])}", flush=True)
     subprocess.run(command, cwd=ROOT, check=True)

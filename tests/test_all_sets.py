@@ -153,16 +153,16 @@ def test_keep_copies_each_types_numbers_and_the_sides_split_where_the_summary_ha
 def test_a_run_made_by_other_code_or_settings_starts_over_and_one_of_this_code_resumes(tmp_path):
     out = tmp_path / "hatch-k4"
     pool = {"subquery_topk_base": 8}
-    assert not all_sets.made_by_other_code(out, "3f2a9c1", {})  # nothing there yet
+    assert not all_sets.made_otherwise(out, "3f2a9c1", {})  # nothing there yet
     out.mkdir()
     (out / "run.json").write_text(json.dumps({"budget": 4, "code": "3f2a9c1", "settings": {}}))
-    assert not all_sets.made_by_other_code(out, "3f2a9c1", {})
-    assert all_sets.made_by_other_code(out, "3f2a9c1+5d41402abc4b", {})  # src/ edited since
-    assert all_sets.made_by_other_code(out, "3f2a9c1", pool)  # DAGRAG_SUBQUERY_TOPK_BASE=8 is another system
+    assert not all_sets.made_otherwise(out, "3f2a9c1", {})
+    assert all_sets.made_otherwise(out, "3f2a9c1+5d41402abc4b", {})  # src/ edited since
+    assert all_sets.made_otherwise(out, "3f2a9c1", pool)  # DAGRAG_SUBQUERY_TOPK_BASE=8 is another system
     (out / "run.json").write_text(json.dumps({"budget": 4, "code": "3f2a9c1", "settings": pool}))
-    assert not all_sets.made_by_other_code(out, "3f2a9c1", pool)
-    assert all_sets.made_by_other_code(out, "3f2a9c1", {})
+    assert not all_sets.made_otherwise(out, "3f2a9c1", pool)
+    assert all_sets.made_otherwise(out, "3f2a9c1", {})
     (out / "run.json").write_text(json.dumps({"budget": 4, "code": "3f2a9c1"}))  # from before runs recorded settings
-    assert all_sets.made_by_other_code(out, "3f2a9c1", {})
+    assert all_sets.made_otherwise(out, "3f2a9c1", {})
     (out / "run.json").write_text(json.dumps({"budget": 4}))  # a run from before runs recorded their code
-    assert all_sets.made_by_other_code(out, "3f2a9c1", {})
+    assert all_sets.made_otherwise(out, "3f2a9c1", {})
