@@ -460,20 +460,39 @@ def test_a_side_speaks_of_its_own_thing_from_its_own_document(reranker) -> None:
     assert f"{careful} [2]" in asyncio.run(WriterAgent(reranker).awrite(question, plan, pages, RunLedger())).text
 
 
-def test_a_sides_sentence_names_the_side_where_one_of_its_documents_sentences_does(reranker) -> None:
+def test_a_sides_sentence_is_not_one_that_names_another_side_and_not_it(reranker) -> None:
     # The side's page opens with the other side: that sentence answers the question best, and would speak for both.
+    # Its last sentence names the other side too. The side speaks with the sentence that names it.
     question = "greenlets vs async handlers: which is meant for many long-lived connections in tarn?"
     holds = "Each request still holds one worker, even with async handlers."
     pages = [listed_by(1, "Concurrency > Greenlets", "Greenlets are the way to serve many long-lived connections "
                        "at once. Tarn patches the standard library for them.", "s1", "s0"),
              listed_by(2, "Concurrency > Async", f"Greenlets are the way to serve many long-lived connections at "
-                       f"once. {holds} The upside is that one handler can run several tasks at once.", "s2", "s0")]
+                       f"once. {holds} Unlike greenlets, one handler can run several tasks at once.", "s2", "s0")]
     plan = side_plan(question, "greenlets", "async handlers")
     scored = asyncio.run(WriterAgent(reranker)._score(question, plan, pages))
     said = {sq_id: scored.candidates[index].sentence for sq_id, (_, index) in scored.best_for.items()}
     assert said["s2"] == holds and said["s1"].startswith("Greenlets are the way")
     at = {(c.source_number, c.sentence): i for i, c in enumerate(scored.candidates)}
     assert scored.question_score[at[(2, holds)]] < scored.question_score[at[(2, said["s1"])]]  # what makes this case
+
+
+def test_a_sides_sentence_may_name_no_side_when_the_one_that_names_it_only_says_where_it_is(reranker) -> None:
+    # Each side's page names it once, in a line that says where it is found; the sentence that answers for the side
+    # names no side at all. Only a sentence that names *another* side is passed over: each side speaks with its
+    # page's sentence on datetimes, not with "Found at ...".
+    question = "tarn.codecs.pack vs tarn.codecs.cbor: how does each encode a datetime by default?"
+    pack = "Datetimes are encoded as UNIX timestamp floats."
+    cbor = "Datetimes are encoded as a text string by default."
+    pages = [listed_by(1, "Codecs > pack", f"Found at `tarn.codecs.pack`. Sets become lists. {pack}", "s1", "s0"),
+             listed_by(2, "Codecs > cbor", "Found at `tarn.codecs.cbor`. Unlike `tarn.codecs.pack`, it keeps "
+                       f"sets as sets. {cbor}", "s2")]
+    plan = side_plan(question, "tarn.codecs.pack", "tarn.codecs.cbor")
+    scored = asyncio.run(WriterAgent(reranker)._score(question, plan, pages))
+    said = {sq_id: scored.candidates[index].sentence for sq_id, (_, index) in scored.best_for.items()}
+    assert said["s1"] == pack and said["s2"] == cbor
+    answer = asyncio.run(WriterAgent(reranker).awrite(question, plan, pages, RunLedger())).text
+    assert f"{pack} [1]" in answer and f"{cbor} [2]" in answer
 
 
 def test_a_side_also_quotes_the_opening_of_its_document_where_its_heading_names_the_side(reranker) -> None:

@@ -214,12 +214,13 @@ def says_one_of(text: str, names: list[str]) -> bool:
     return any(name in text for name in names)
 
 
-def _naming(options: list[tuple[float, int]], names: list[str], candidates: list[_Candidate]
+def _naming(options: list[tuple[float, int]], names: list[str], others: list[str], candidates: list[_Candidate]
             ) -> list[tuple[float, int]]:
-    """Of `options` ((score, candidate index)), those whose sentence names one of `names` (lower-case), or all of
-    them when none does."""
+    """Of `options` ((score, candidate index)), those whose sentence names one of `names` (lower-case) or none of
+    `others` (the other sides' names), or all of them when none does."""
     return [option for option in options
-            if says_one_of(candidates[option[1]].sentence, names)] or options
+            if says_one_of(sentence := candidates[option[1]].sentence, names)
+            or not says_one_of(sentence, others)] or options
 
 
 def speaking_documents(plan: ExecutedPlan, sources: list[Source]) -> dict[str, int]:
@@ -472,11 +473,15 @@ class WriterAgent:
         for (index, sq_id), score in zip(subquery_pairs, scores[len(candidates) + len(part_pairs):]):
             said_by.setdefault(sq_id, []).append(((score + question_score[index]) / 2, index))
         # A comparison side speaks of its own thing: of its document's sentences, one that names it (the planner's
-        # `must_include`) where one does. Its document often names the other side as well, and the sentence that
-        # answers the question best there may be the other side's ("Gevent is a reliable way to handle numerous, long
-        # lived, concurrent connections" for the side "async views", whose page says "Each request still ties up one
-        # worker, even for async views").
-        best_for = {sq_id: max(_naming(options, names.get(sq_id, []), candidates), key=lambda option: option[0])
+        # `must_include`) or names no other side, where one does. Its document often names the other side as well, and
+        # the sentence that answers the question best there may be the other side's ("Gevent is a reliable way to
+        # handle numerous, long lived, concurrent connections" for the side "async views", whose page says "Each
+        # request still ties up one worker, even for async views"). A sentence naming no side is no other side's: the
+        # side's own page often names it once, where it says where it is found ("Found at `pkg.cbor2`."), and
+        # answers in sentences that name nothing ("Datetimes are serialized as a text string by default.").
+        best_for = {sq_id: max(_naming(options, names.get(sq_id, []), [name for other, said in names.items()
+                                                                     if other != sq_id for name in said],
+                                           candidates), key=lambda option: option[0])
                     for sq_id, options in said_by.items()}
         lead_source = min((best_source[sq.id] for sq in plan.subqueries
                            if sq.text == question and sq.id in best_source), default=None)
