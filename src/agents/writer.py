@@ -214,12 +214,14 @@ def says_one_of(text: str, names: list[str]) -> bool:
     return any(name in text for name in names)
 
 
-def _naming(options: list[tuple[float, int]], names: list[str], others: list[str], candidates: list[_Candidate]
+def _naming(options: list[tuple[float, int]], sq_id: str, names: dict[str, list[str]], candidates: list[_Candidate]
             ) -> list[tuple[float, int]]:
-    """Of `options` ((score, candidate index)), those whose sentence names one of `names` (lower-case) or none of
-    `others` (the other sides' names), or all of them when none does."""
+    """Of `options` ((score, candidate index)) for subquery `sq_id`, those whose sentence names it (`names`: side id
+    -> its names, lower-case) or names no other side, or all of them when none does."""
+    own = names.get(sq_id, [])
+    others = [name for other, said in names.items() if other != sq_id for name in said]
     return [option for option in options
-            if says_one_of(sentence := candidates[option[1]].sentence, names)
+            if says_one_of(sentence := candidates[option[1]].sentence, own)
             or not says_one_of(sentence, others)] or options
 
 
@@ -479,9 +481,7 @@ class WriterAgent:
         # request still ties up one worker, even for async views"). A sentence naming no side is no other side's: the
         # side's own page often names it once, where it says where it is found ("Found at `pkg.cbor2`."), and
         # answers in sentences that name nothing ("Datetimes are serialized as a text string by default.").
-        best_for = {sq_id: max(_naming(options, names.get(sq_id, []), [name for other, said in names.items()
-                                                                     if other != sq_id for name in said],
-                                           candidates), key=lambda option: option[0])
+        best_for = {sq_id: max(_naming(options, sq_id, names, candidates), key=lambda option: option[0])
                     for sq_id, options in said_by.items()}
         lead_source = min((best_source[sq.id] for sq in plan.subqueries
                            if sq.text == question and sq.id in best_source), default=None)
