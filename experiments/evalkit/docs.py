@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dagrag.ingest import read_nodes
+from dagrag.ingest import DOCUMENT_SUFFIXES, read_nodes
 
 from .data import DataFormatError, Example
 
@@ -46,7 +46,8 @@ def evidence_problems(examples: Sequence[Example], folder: Path, *, unique: bool
     """What is wrong with the examples' evidence against the documents in `folder`: a document that does not
     exist, a quote that is not in its document verbatim. `unique`: a quote must also occur exactly once in
     its document and in no other document of the folder (the data set's rule, so that finding the quote means
-    finding that passage; the eval itself only needs the quote to be there)."""
+    finding that passage; the eval itself only needs the quote to be there). A file ingest does not read as a
+    document (a `literalinclude`'s example, shown inside the pages that name it) is not another document."""
     texts: dict[str, str | None] = {}   # None: no such document
     corpus: list[str] | None = None
     problems: list[str] = []
@@ -65,7 +66,8 @@ def evidence_problems(examples: Sequence[Example], folder: Path, *, unique: bool
                 problems.append(f"{where}: not found verbatim in {document}: {quote[:60]!r}")
             elif unique:
                 if corpus is None:
-                    corpus = [p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*")) if p.is_file()]
+                    corpus = [p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*"))
+                              if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES]
                 elsewhere = sum(text.count(quote) for text in corpus) - count
                 if count > 1 or elsewhere:
                     problems.append(f"{where}: {count} times in {document} and {elsewhere} times elsewhere "

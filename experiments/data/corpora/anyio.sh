@@ -5,6 +5,8 @@ VERSION=4.16.0
 SDIST_SHA256=59bb03251907983d1603d27c3087ddb1e93299ea2163adcdba37899a4fb12ffb
 LICENSE_FILE=LICENSE
 DOCS_ROOT=docs   # the documentation folder inside the sdist; its files keep their paths under docs_corpus/$NAME/docs/
+# DOCS: the pages, then the code examples they show with `.. literalinclude::` (ingest reads each where a page
+# names it; a .py file is not indexed as a document of its own)
 DOCS=(
   basics.rst
   tasks.rst
@@ -26,8 +28,6 @@ DOCS=(
   faq.rst
   support.rst
   contributing.rst
-  # the code examples the pages show with `.. literalinclude::` (ingest reads them where a page names them; a
-  # .py file is not indexed as a document of its own)
   snippets/basics/hello_world.py
   snippets/basics/native_trio_run.py
   snippets/cancellation/cancel_reason.py
