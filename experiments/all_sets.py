@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.docs import folder_sha256
 from evalkit.metrics import sign_test, won_lost
 from evalkit.provenance import changed_settings, code_commit, code_version
 
@@ -99,15 +100,17 @@ def result_path(name: str, budget: int) -> Path:
     return RESULTS / f"{name}-k{budget}.json"
 
 
-def made_otherwise(out: Path, code: str, settings: dict[str, Any]) -> bool:
-    """Whether the eval run in `out` (its run.json) was made by code other than `code` (`code_version`) or with
+def made_otherwise(out: Path, code: str, settings: dict[str, Any], corpus: Path | None = None) -> bool:
+    """Whether the eval run in `out` (its run.json) was made by code other than `code` (`code_version`), with
     other settings than `settings` (`changed_settings`; a run.json that records none was made before they were
-    recorded): then it is started over, not resumed. An unfinished run of the same code and settings is resumed."""
+    recorded) or from a docs corpus other than the folder `corpus` now holds: then it is started over, not resumed.
+    An unfinished run of the same code, settings and corpus is resumed."""
     try:
         made = json.loads((out / "run.json").read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return False  # no run there yet (or no readable config, which eval.py itself reports)
-    return made.get("code") != code or made.get("settings") != settings
+    return (made.get("code") != code or made.get("settings") != settings
+            or made.get("corpus_sha256") != (folder_sha256(corpus) if corpus else None))
 
 
 def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
@@ -124,7 +127,7 @@ def run_one(benchmark: BenchmarkSet, budget: int, out_root: Path) -> Path:
         own = [path for path in OWN_CODE if path.exists()]
         command += [arg for path in own for arg in ("--own-code", str(path))]
         command += ["--own-code-set", benchmark.name] if own else []
-    if made_otherwise(out, code_version(), changed_settings(Settings())):
+    if made_otherwise(out, code_version(), changed_settings(Settings()), benchmark.corpus):
         command.append("--fresh")  # resumed, its rows would be counted as this code's and these settings'
     print(f"== {benchmark.name} at budget {budget}: {' '.join(command[1:])}", flush=True)
     subprocess.run(command, cwd=ROOT, check=True)

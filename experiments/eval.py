@@ -48,7 +48,7 @@ from evalkit.data import (
     load_out_of_collection,
     load_own_code,
 )
-from evalkit.docs import docs_corpus, docs_corpus_folder
+from evalkit.docs import docs_corpus, docs_corpus_folder, folder_sha256
 from evalkit.metrics import (
     answer_match,
     best_over_aliases,
@@ -451,7 +451,10 @@ def questions_heading(answered: int, selected: int) -> str:
 
 def run_config(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     return {"data": str(args.data), "data_sha256": hashlib.sha256(Path(args.data).read_bytes()).hexdigest(),
-            "corpus": str(args.corpus) if args.corpus else None, "limit": args.limit, "seed": args.seed,
+            "corpus": str(args.corpus) if args.corpus else None,
+            # rows made from another corpus are not resumed: an edited page is another collection
+            "corpus_sha256": folder_sha256(Path(args.corpus)) if args.corpus else None,
+            "limit": args.limit, "seed": args.seed,
             "per_type": args.per_type, "budget": args.budget, "llm": settings.llm,
             "code": code_version(),  # rows made by other code are not resumed: they would be counted as this code's
             # nor rows made with other settings (DAGRAG_SUBQUERY_TOPK_BASE=8 in the environment is another system)
@@ -468,6 +471,9 @@ def config_mismatches(previous: dict[str, Any], current: dict[str, Any]) -> list
             if previous.get("data_sha256") != current["data_sha256"]:
                 mismatches.append(f"data: {previous.get('data')} (sha256 {str(previous.get('data_sha256'))[:12]}) "
                                   f"there, {current['data']} (sha256 {current['data_sha256'][:12]}) here")
+        elif key == "corpus" and previous.get("corpus_sha256") != current["corpus_sha256"]:
+            mismatches.append(f"corpus: {previous.get('corpus')} (sha256 {str(previous.get('corpus_sha256'))[:12]}) "
+                              f"there, {current['corpus']} (sha256 {str(current['corpus_sha256'])[:12]}) here")
         elif previous.get(key) != current[key]:
             mismatches.append(f"{key}: {previous.get(key)!r} there, {current[key]!r} here")
     return mismatches

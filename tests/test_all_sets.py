@@ -11,6 +11,7 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 import all_sets
 import benchmarks_doc
+from evalkit.docs import folder_sha256
 
 
 def test_the_benchmarks_page_holds_the_tables_the_result_files_give():
@@ -166,3 +167,19 @@ def test_a_run_made_by_other_code_or_settings_starts_over_and_one_of_this_code_r
     assert all_sets.made_otherwise(out, "3f2a9c1", {})
     (out / "run.json").write_text(json.dumps({"budget": 4}))  # a run from before runs recorded their code
     assert all_sets.made_otherwise(out, "3f2a9c1", {})
+
+
+def test_a_run_made_from_another_version_of_its_docs_corpus_starts_over(tmp_path):
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "page.rst").write_text("A page.\n")
+    out = tmp_path / "pkg-k4"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"code": "3f2a9c1", "settings": {},
+                                              "corpus_sha256": folder_sha256(corpus)}))
+    assert not all_sets.made_otherwise(out, "3f2a9c1", {}, corpus)
+    (corpus / "snippets").mkdir()
+    (corpus / "snippets" / "example.py").write_text("print('an example the page includes')\n")
+    assert all_sets.made_otherwise(out, "3f2a9c1", {}, corpus)  # the page now shows an example it did not
+    (out / "run.json").write_text(json.dumps({"code": "3f2a9c1", "settings": {}}))  # from before runs recorded it
+    assert all_sets.made_otherwise(out, "3f2a9c1", {}, corpus)

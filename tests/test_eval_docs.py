@@ -151,7 +151,7 @@ def test_the_corpus_flag_must_fit_the_questions(tmp_path, questions):
 # --- a tiny real run: three questions over the three documents they quote ----------------------------
 
 def test_a_docs_run_scores_evidence_recall_from_what_retrieval_returned(tmp_path, questions, monkeypatch,
-                                                                       embed_model, reranker):
+                                                                       embed_model, reranker, capsys):
     chosen = {"table": "What does `hatch version b` turn version 1.0.0 into?",
               "code": "Which option of the code version source makes absolute imports from the src directory work?",
               "two-document": "Which of Hatch's regex and code version sources lets hatch version write a new version?"}
@@ -207,6 +207,14 @@ def test_a_docs_run_scores_evidence_recall_from_what_retrieval_returned(tmp_path
     assert rows["code"]["metrics"]["joint_recall"] == 1.0  # search-paths = ["src"]: found
     assert rows["two-document"]["metrics"]["recall"] <= 0.5 and rows["two-document"]["metrics"]["joint_recall"] == 0
     assert rows["two-document"]["supporting"] == ["plugins/version-source/regex.md", "plugins/version-source/code.md"]
+
+    # Rows made from the corpus before a page changed would be counted as this corpus's: refused, nothing run.
+    (corpus / "snippet.py").write_text("print('an example a page shows')\n", encoding="utf-8")
+    before = (out / "per_question.jsonl").read_text()
+    assert eval_script.main(["--data", str(data), "--corpus", str(corpus), "--systems", "single", "--budget", "1",
+                             "--own-code", str(own), "--own-code-set", "hatch",
+                             "--index-dir", str(tmp_path / "index"), "--out", str(out)]) == 2
+    assert "corpus: " in capsys.readouterr().err and (out / "per_question.jsonl").read_text() == before
 
 
 def test_a_docs_answer_matches_when_it_quotes_every_evidence_passage():

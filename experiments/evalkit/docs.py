@@ -42,6 +42,18 @@ def docs_corpus(folder: Path, embed_spec: str) -> tuple[list[Any], str]:
     return nodes, digest.hexdigest()[:16]
 
 
+def folder_sha256(folder: Path) -> str:
+    """A digest of every file under `folder`, by relative path and bytes: a docs corpus as written (a page or an
+    example file it includes edited, added or removed gives another digest)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 def evidence_problems(examples: Sequence[Example], folder: Path, *, unique: bool = False) -> list[str]:
     """What is wrong with the examples' evidence against the documents in `folder`: a document that does not
     exist, a quote that is not in its document verbatim. `unique`: a quote must also occur exactly once in
